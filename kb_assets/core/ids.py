@@ -1,0 +1,93 @@
+"""Content-addressed identities. Locked: change a rule only together with its version constant.
+
+``span_id`` names a piece of code independently of where it lives (no path, no offsets), so a
+moved file or a reformatted repository keeps its ids. ``artifact_id`` names a unit of knowledge by
+what grounds it and what it says, so the same id always means the same stored record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+
+from kb_assets.core.errors import GroundingError
+from kb_assets.core.models import JSON, Grounding, SpanKind
+
+NORMALIZATION_VERSION = "1"
+"""Version of the fingerprint normalization; part of every span_id."""
+
+ARTIFACT_ID_VERSION = "1"
+"""Version of the artifact identity rule; part of every artifact_id."""
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_SEP = b"\x00"
+
+
+def canonical_json(value: JSON) -> str:
+    """Serialize JSON deterministically: sorted keys, no whitespace, real unicode."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def is_id(value: str) -> bool:
+    """Tell whether a string has the shape of a knowbase id (64 lowercase hex)."""
+    return bool(_HEX64.match(value))
+
+
+def span_hasher(lang: str, kind: SpanKind, fq_symbol_path: str) -> hashlib._Hash:
+    """Start a span_id hash; the caller feeds the fingerprint so large ones need not be joined."""
+    h = hashlib.sha256()
+    for part in (NORMALIZATION_VERSION, lang, kind.value, fq_symbol_path):
+        h.update(part.encode("utf-8"))
+        h.update(_SEP)
+    return h
+
+
+def span_id(lang: str, kind: SpanKind, fq_symbol_path: str, fingerprint: str) -> str:
+    """sha256 over (NORMALIZATION_VERSION, lang, span_kind, fq_symbol_path, fingerprint)."""
+    h = span_hasher(lang, kind, fq_symbol_path)
+    h.update(fingerprint.encode("utf-8"))
+    return h.hexdigest()
+
+
+def content_digest(payload: Mapping[str, JSON], grounding: Iterable[Grounding]) -> str:
+    """Digest of what an artifact says and where it is grounded (paths and roles included).
+
+    Folding this into the artifact id makes "same id, different payload" impossible by
+    construction, even when a payload names dotted paths that follow a file move.
+    """
+    rows = sorted({(g.span_id, g.path, g.role) for g in grounding})
+    body = canonical_json({"grounding": [list(r) for r in rows], "payload": payload})
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def artifact_id(
+    *,
+    logical_key: str,
+    extractor_id: str,
+    extractor_version: str,
+    grounding: Iterable[Grounding],
+    payload: Mapping[str, JSON],
+    prompt_version: str | None = None,
+    model_id: str | None = None,
+) -> str:
+    """sha256 over the byte-sorted, de-duplicated grounding span ids, the logical key, the extractor
+    id/version (+ prompt version and model id for model-backed ones) and the content digest.
+
+    Raises ``GroundingError`` for an artifact with no grounding: such a thing has no identity.
+    """
+    rows = tuple(grounding)
+    span_ids = sorted({g.span_id.encode("ascii") for g in rows})
+    if not span_ids:
+        raise GroundingError(logical_key)
+    h = hashlib.sha256()
+    head = (ARTIFACT_ID_VERSION, extractor_id, extractor_version, logical_key, prompt_version or "", model_id or "")
+    for part in head:
+        h.update(part.encode("utf-8"))
+        h.update(_SEP)
+    for sid in span_ids:
+        h.update(sid)
+        h.update(_SEP)
+    h.update(content_digest(payload, rows).encode("ascii"))
+    return h.hexdigest()
