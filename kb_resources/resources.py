@@ -1,0 +1,76 @@
+"""The thin Dagster resource around the repository and its knowledge store.
+
+It only carries configuration (so Dagster can show and serialize it) and opens the pure adapters
+lazily; engines are cached per process so every asset of a run shares one connection pool.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import dagster as dg
+from sqlalchemy import Engine
+
+from kb_assets.core.spans import ParseLimits
+from kb_resources.git.repo import GitRepo
+from kb_resources.settings import Settings
+from kb_resources.store.engine import Store, open_store
+
+
+@functools.cache
+def _store(settings: Settings, repo_key: str) -> Store:
+    return open_store(settings, repo_key)
+
+
+@functools.cache
+def _repo(path: str) -> GitRepo:
+    return GitRepo.open(path)
+
+
+class KnowbaseResource(dg.ConfigurableResource):  # type: ignore[misc]
+    """The git repository being indexed and the PostgreSQL knowledge store it is indexed into."""
+
+    repo: str
+    kb_home: str
+    dagster_home: str
+    db_url: str = ""
+    max_file_bytes: int = 5_000_000
+    parse_timeout_s: float = 10.0
+    workers: int = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, repo: str) -> KnowbaseResource:
+        """The resource for ``repo`` configured from knowbase's settings."""
+        return cls(
+            repo=repo,
+            kb_home=str(settings.kb_home),
+            dagster_home=str(settings.dagster_home),
+            db_url=settings.db_url or "",
+            max_file_bytes=settings.max_file_bytes,
+            parse_timeout_s=settings.parse_timeout_s,
+            workers=settings.workers,
+        )
+
+    def settings(self) -> Settings:
+        """This resource's configuration as plain ``Settings``."""
+        return Settings(
+            kb_home=Path(self.kb_home),
+            dagster_home=Path(self.dagster_home),
+            db_url=self.db_url or None,
+            max_file_bytes=self.max_file_bytes,
+            parse_timeout_s=self.parse_timeout_s,
+            workers=self.workers,
+        )
+
+    def git(self) -> GitRepo:
+        """The repository (opened once per process)."""
+        return _repo(self.repo)
+
+    def engine(self) -> Engine:
+        """The knowledge store's engine (opened and migrated once per process)."""
+        return _store(self.settings(), self.git().key()).engine
+
+    def limits(self) -> ParseLimits:
+        """Per-file parse limits."""
+        return ParseLimits(max_bytes=self.max_file_bytes, timeout_s=self.parse_timeout_s)

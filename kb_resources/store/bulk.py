@@ -1,0 +1,95 @@
+"""Bulk writes through PostgreSQL's COPY, inside the caller's SQLAlchemy transaction.
+
+COPY is ~4x faster than ``executemany``. Content-addressed rows go through a temporary staging
+table (``ON COMMIT DROP``) and then ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``, so writing a
+row that is already there is a no-op; rows that belong to one commit and are replaced wholesale are
+copied straight into their table. psycopg's ``write_row`` escapes tabs, newlines and backslashes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psycopg
+import sqlalchemy as sa
+from psycopg import sql
+
+_stage_names = itertools.count()
+
+
+def _driver_connection(conn: sa.Connection) -> psycopg.Connection[Any]:
+    """The psycopg connection under a SQLAlchemy one, with the SQLAlchemy transaction begun."""
+    if not conn.in_transaction():
+        conn.begin()
+    raw = conn.connection.driver_connection
+    if not isinstance(raw, psycopg.Connection):
+        raise TypeError(f"the store needs the psycopg 3 driver, got {type(raw).__name__}")
+    return raw
+
+
+def _copy(
+    raw: psycopg.Connection[Any],
+    table: sql.Composable,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[object]],
+) -> int:
+    """COPY ``rows`` into ``table``; return how many rows were sent."""
+    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        table, sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    count = 0
+    with raw.cursor() as cur, cur.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)
+            count += 1
+    return count
+
+
+def copy_rows(
+    conn: sa.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[object]]
+) -> int:
+    """COPY rows straight into ``table`` (for rows the caller just deleted); return the row count."""
+    return _copy(_driver_connection(conn), sql.Identifier(table), columns, rows)
+
+
+def copy_new_rows(
+    conn: sa.Connection,
+    table: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    *,
+    order_by: Sequence[str],
+) -> int:
+    """COPY rows into ``table`` skipping those whose key already exists; return how many were new.
+
+    Rows are inserted in ``order_by`` order (the primary key), so two writers of overlapping sets
+    take their row locks in the same order and cannot deadlock.
+    """
+    raw = _driver_connection(conn)
+    stage = sql.Identifier(f"_kb_stage_{table}_{next(_stage_names)}")
+    cols = sql.SQL(", ").join(map(sql.Identifier, columns))
+    with raw.cursor() as cur:
+        cur.execute(
+            sql.SQL("CREATE TEMP TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
+                stage, sql.Identifier(table)
+            )
+        )
+    if _copy(raw, stage, columns, rows) == 0:
+        inserted = 0
+    else:
+        with raw.cursor() as cur:
+            cur.execute(
+                sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ORDER BY {} ON CONFLICT DO NOTHING").format(
+                    sql.Identifier(table),
+                    cols,
+                    cols,
+                    stage,
+                    sql.SQL(", ").join(map(sql.Identifier, order_by)),
+                )
+            )
+            inserted = max(cur.rowcount, 0)
+    with raw.cursor() as cur:
+        cur.execute(sql.SQL("DROP TABLE {}").format(stage))
+    return inserted

@@ -1,0 +1,116 @@
+"""Per-commit reads for the pipeline's bookkeeping and gates: staged sets, counts, digests.
+
+Exposed through ``kb_resources.store.reads``. Sorting is by code point (``COLLATE "C"``), the
+same on every server whatever its locale, so digests and listings are deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import sqlalchemy as sa
+
+from kb_resources.store.schema import (
+    artifact,
+    artifact_derived_from,
+    commit_ref,
+    snapshot_entry,
+    span_occurrence,
+    staged_entry,
+)
+
+UNGROUNDED_STAGED = sa.text(
+    """
+    SELECT s.artifact_id FROM staged_entry s
+     WHERE s.sha = :sha AND s.extractor_id = :extractor_id
+       AND NOT EXISTS (SELECT 1 FROM artifact_derived_from d
+                         JOIN span_occurrence o ON o.sha = s.sha AND o.path = d.path AND o.span_id = d.span_id
+                        WHERE d.artifact_id = s.artifact_id)
+     ORDER BY s.artifact_id
+    """
+)
+
+
+def staged_artifact_ids(conn: sa.Connection, sha: str, extractor_id: str) -> list[str]:
+    """The artifact ids an extractor staged for the snapshot of ``sha``, sorted."""
+    query = (
+        sa.select(staged_entry.c.artifact_id)
+        .where(staged_entry.c.sha == sha, staged_entry.c.extractor_id == extractor_id)
+        .order_by(staged_entry.c.artifact_id)
+    )
+    return list(conn.scalars(query))
+
+
+def staged_payloads(conn: sa.Connection, sha: str, extractor_id: str) -> list[dict[str, Any]]:
+    """The payloads of what an extractor staged for ``sha``, in artifact id order (for oracles)."""
+    query = (
+        sa.select(artifact.c.payload)
+        .join(staged_entry, staged_entry.c.artifact_id == artifact.c.artifact_id)
+        .where(staged_entry.c.sha == sha, staged_entry.c.extractor_id == extractor_id)
+        .order_by(artifact.c.artifact_id)
+    )
+    return list(conn.scalars(query))
+
+
+def staged_grounding_counts(conn: sa.Connection, sha: str, extractor_id: str) -> list[tuple[str, str, int]]:
+    """(artifact_id, logical_key, grounding rows) of each staged artifact, for the frame checks."""
+    rows = sa.func.count(artifact_derived_from.c.artifact_id)
+    query = (
+        sa.select(artifact.c.artifact_id, artifact.c.logical_key, rows)
+        .join(staged_entry, staged_entry.c.artifact_id == artifact.c.artifact_id)
+        .outerjoin(artifact_derived_from, artifact_derived_from.c.artifact_id == artifact.c.artifact_id)
+        .where(staged_entry.c.sha == sha, staged_entry.c.extractor_id == extractor_id)
+        .group_by(artifact.c.artifact_id, artifact.c.logical_key)
+        .order_by(artifact.c.artifact_id)
+    )
+    return [(aid, key, int(count)) for aid, key, count in conn.execute(query).all()]
+
+
+def ungrounded_staged(conn: sa.Connection, sha: str, extractor_id: str) -> list[str]:
+    """Staged artifacts of ``sha`` with no grounding row that names an occurrence at ``sha``."""
+    return list(conn.scalars(UNGROUNDED_STAGED, {"sha": sha, "extractor_id": extractor_id}))
+
+
+def snapshot_artifact_ids(conn: sa.Connection, sha: str) -> list[str]:
+    """The artifact ids of the published snapshot of ``sha``, sorted."""
+    query = (
+        sa.select(snapshot_entry.c.artifact_id)
+        .where(snapshot_entry.c.sha == sha)
+        .order_by(snapshot_entry.c.artifact_id)
+    )
+    return list(conn.scalars(query))
+
+
+def commit_stats(conn: sa.Connection, sha: str) -> dict[str, Any] | None:
+    """The stats stored when ``sha`` was published (None if it is not published)."""
+    query = sa.select(commit_ref.c.stats).where(
+        commit_ref.c.sha == sha, commit_ref.c.published_at.is_not(None)
+    )
+    stats = conn.scalar(query)
+    return dict(stats) if stats is not None else None
+
+
+def occurrence_count(conn: sa.Connection, sha: str) -> int:
+    """How many span occurrences commit ``sha`` has."""
+    query = sa.select(sa.func.count()).select_from(span_occurrence).where(span_occurrence.c.sha == sha)
+    return int(conn.scalar(query) or 0)
+
+
+def occurrence_digest(conn: sa.Connection, sha: str) -> str | None:
+    """sha256 over the occurrences of ``sha`` in (path, ordinal) order; None when it has none.
+
+    Each occurrence is hashed as ``path NUL ordinal NUL span_id NUL start NUL end LF``.
+    """
+    o = span_occurrence.c
+    query = (
+        sa.select(o.path, o.ordinal, o.span_id, o.start_line, o.end_line)
+        .where(o.sha == sha)
+        .order_by(o.path.collate("C"), o.ordinal)
+    )
+    digest = hashlib.sha256()
+    seen = False
+    for row in conn.execute(query).all():
+        digest.update("\x00".join(map(str, row)).encode("utf-8") + b"\n")
+        seen = True
+    return digest.hexdigest() if seen else None

@@ -1,0 +1,227 @@
+"""Read queries over the knowledge store, shared by the CLI and the read-only MCP server.
+
+Plain functions over a SQLAlchemy ``Connection`` that return frozen records or tuples. Bulk reads
+take a fixed number of queries whatever their size (no query per blob or per artifact). Text sorts
+use ``COLLATE "C"`` (code point order, like Python's ``sorted``) so output does not depend on the
+server's locale. This module never imports the write path.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
+
+from kb_assets.core.models import Gap, Span, SpanKind
+from kb_resources.store.commit_reads import (
+    commit_stats,
+    occurrence_count,
+    occurrence_digest,
+    snapshot_artifact_ids,
+    staged_artifact_ids,
+    staged_grounding_counts,
+    staged_payloads,
+    ungrounded_staged,
+)
+from kb_resources.store.schema import (
+    artifact,
+    blob_span,
+    branch_ref,
+    code_span,
+    commit_file,
+    commit_ref,
+    gap,
+    parsed_blob,
+    snapshot_entry,
+    span_occurrence,
+)
+from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, orphans, snapshot_records
+
+__all__ = [
+    "ArtifactRecord",
+    "CachedBlob",
+    "CommitFile",
+    "GroundingLine",
+    "SpanOccurrence",
+    "artifact_counts",
+    "branches",
+    "commit_files",
+    "commit_stats",
+    "gaps",
+    "is_published",
+    "load_parsed_blobs",
+    "occurrence_count",
+    "occurrence_digest",
+    "orphans",
+    "parsed_blob_ids",
+    "published_commits",
+    "snapshot_artifact_ids",
+    "snapshot_records",
+    "span_occurrences",
+    "staged_artifact_ids",
+    "staged_grounding_counts",
+    "staged_payloads",
+    "ungrounded_staged",
+]
+
+_BLOB_IDS = ARRAY(sa.CHAR(40))
+
+
+class CachedBlob(NamedTuple):
+    """What the parse cache holds for one blob: spans in blob order, encoded facts, gaps, length."""
+
+    spans: tuple[Span, ...]
+    facts: bytes
+    gaps: tuple[Gap, ...]
+    line_count: int
+
+
+class CommitFile(NamedTuple):
+    """One file of a commit as recorded by ``commit_tree``."""
+
+    path: str
+    blob_id: str
+    mode: str
+    size: int
+    module: str | None
+    is_package: bool
+
+
+class SpanOccurrence(NamedTuple):
+    """A span at a path of a commit, with what it is."""
+
+    span_id: str
+    kind: str
+    fq_symbol_path: str
+    path: str
+    start_line: int
+    end_line: int
+
+
+def _blob_ids(blob_ids: Collection[str]) -> sa.Cast[Any]:
+    """Bind a list of blob ids as ``char(40)[]`` so the primary-key index is used."""
+    return sa.cast(sa.bindparam("blob_ids", sorted(set(blob_ids)), type_=_BLOB_IDS), _BLOB_IDS)
+
+
+def parsed_blob_ids(conn: sa.Connection, parser_version: str, blob_ids: Collection[str]) -> set[str]:
+    """Which of ``blob_ids`` are already parsed under ``parser_version`` (the parse cache's hits)."""
+    query = sa.select(parsed_blob.c.blob_id).where(
+        parsed_blob.c.parser_version == parser_version, parsed_blob.c.blob_id == sa.any_(_blob_ids(blob_ids))
+    )
+    return set(conn.scalars(query))
+
+
+def load_parsed_blobs(
+    conn: sa.Connection, parser_version: str, blob_ids: Collection[str]
+) -> dict[str, CachedBlob]:
+    """The cached parse of each of ``blob_ids`` that has one, in two queries."""
+    ids = _blob_ids(blob_ids)
+    spans: dict[str, list[Span]] = defaultdict(list)
+    span_query = (
+        sa.select(
+            blob_span.c.blob_id,
+            blob_span.c.span_id,
+            code_span.c.kind,
+            code_span.c.fq_symbol_path,
+            blob_span.c.start_line,
+            blob_span.c.end_line,
+        )
+        .join(code_span, code_span.c.span_id == blob_span.c.span_id)
+        .where(blob_span.c.parser_version == parser_version, blob_span.c.blob_id == sa.any_(ids))
+        .order_by(blob_span.c.blob_id, blob_span.c.ordinal)
+    )
+    for blob_id, span_id, kind, fq, start, end in conn.execute(span_query).all():
+        spans[blob_id].append(Span(span_id, SpanKind(kind), fq, start, end))
+    blob_query = sa.select(
+        parsed_blob.c.blob_id, parsed_blob.c.facts, parsed_blob.c.gaps, parsed_blob.c.line_count
+    ).where(parsed_blob.c.parser_version == parser_version, parsed_blob.c.blob_id == sa.any_(ids))
+    return {
+        blob_id: CachedBlob(
+            tuple(spans.get(blob_id, ())),
+            bytes(facts),
+            tuple(Gap(path="", reason=g["reason"], detail=g["detail"], line=g.get("line")) for g in gaps),
+            line_count,
+        )
+        for blob_id, facts, gaps, line_count in conn.execute(blob_query).all()
+    }
+
+
+def commit_files(conn: sa.Connection, sha: str) -> list[CommitFile]:
+    """The recorded files of commit ``sha``, sorted by path."""
+    query = (
+        sa.select(
+            commit_file.c.path,
+            commit_file.c.blob_id,
+            commit_file.c.mode,
+            commit_file.c.size,
+            commit_file.c.module,
+            commit_file.c.is_package,
+        )
+        .where(commit_file.c.sha == sha)
+        .order_by(commit_file.c.path.collate("C"))
+    )
+    return [CommitFile(*row) for row in conn.execute(query).all()]
+
+
+def is_published(conn: sa.Connection, sha: str) -> bool:
+    """Whether commit ``sha`` has a published snapshot."""
+    query = sa.select(commit_ref.c.published_at).where(commit_ref.c.sha == sha)
+    return conn.scalar(query) is not None
+
+
+def published_commits(conn: sa.Connection) -> dict[str, datetime]:
+    """Every commit with a published snapshot, with when it was published."""
+    query = sa.select(commit_ref.c.sha, commit_ref.c.published_at).where(
+        commit_ref.c.published_at.is_not(None)
+    )
+    return {sha: at for sha, at in conn.execute(query).all()}
+
+
+def span_occurrences(conn: sa.Connection, sha: str) -> list[SpanOccurrence]:
+    """The span occurrences of commit ``sha``, sorted by path, start line and ordinal."""
+    query = (
+        sa.select(
+            span_occurrence.c.span_id,
+            code_span.c.kind,
+            code_span.c.fq_symbol_path,
+            span_occurrence.c.path,
+            span_occurrence.c.start_line,
+            span_occurrence.c.end_line,
+        )
+        .join(code_span, code_span.c.span_id == span_occurrence.c.span_id)
+        .where(span_occurrence.c.sha == sha)
+        .order_by(
+            span_occurrence.c.path.collate("C"), span_occurrence.c.start_line, span_occurrence.c.ordinal
+        )
+    )
+    return [SpanOccurrence(*row) for row in conn.execute(query).all()]
+
+
+def gaps(conn: sa.Connection, sha: str) -> list[Gap]:
+    """What was not understood at commit ``sha``, by source and in recorded order."""
+    query = sa.select(gap.c.path, gap.c.reason, gap.c.detail, gap.c.line, gap.c.source).where(
+        gap.c.sha == sha
+    )
+    return [Gap(*row) for row in conn.execute(query.order_by(gap.c.source, gap.c.ordinal)).all()]
+
+
+def artifact_counts(conn: sa.Connection, sha: str) -> dict[str, int]:
+    """How many artifacts of each kind the snapshot of ``sha`` holds."""
+    query = (
+        sa.select(artifact.c.kind, sa.func.count())
+        .join(snapshot_entry, snapshot_entry.c.artifact_id == artifact.c.artifact_id)
+        .where(snapshot_entry.c.sha == sha)
+        .group_by(artifact.c.kind)
+        .order_by(artifact.c.kind.collate("C"))
+    )
+    return {kind: count for kind, count in conn.execute(query).all()}
+
+
+def branches(conn: sa.Connection) -> dict[str, str]:
+    """Each followed branch and the newest commit indexed on it."""
+    query = sa.select(branch_ref.c.name, branch_ref.c.sha).order_by(branch_ref.c.name.collate("C"))
+    return {name: sha for name, sha in conn.execute(query).all()}

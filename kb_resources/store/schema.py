@@ -1,0 +1,222 @@
+"""The knowledge store's tables, as SQLAlchemy Core metadata.
+
+This module mirrors what the Alembic migrations build: ``alembic check`` (and the test that runs its
+comparison in code) fails when the two drift apart. Migrations stay hand-written; this metadata is
+what queries are written against and what the autogenerate comparison reads. The naming convention
+gives every constraint and index a deterministic name, so migrations can refer to them.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from pgvector.sqlalchemy import VECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+
+EMBEDDING_DIM = 384
+"""Width of every embedding column (all-MiniLM-L6-v2)."""
+
+NAMING_CONVENTION = {
+    "pk": "pk_%(table_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+}
+
+metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+_SHA = sa.CHAR(40)
+_ID = sa.CHAR(64)
+_TSTZ = sa.TIMESTAMP(timezone=True)
+
+
+def _hex(column: str, width: int, name: str | None = None) -> sa.CheckConstraint:
+    """A CHECK that ``column`` holds ``width`` lowercase hex digits (NULL passes)."""
+    return sa.CheckConstraint(f"{column} ~ '^[0-9a-f]{{{width}}}$'", name=name or f"{column}_hex")
+
+
+def _lines() -> sa.CheckConstraint:
+    """A CHECK that a line range is 1-based and ordered."""
+    return sa.CheckConstraint("start_line >= 1 AND end_line >= start_line", name="lines")
+
+
+def _commit_fk() -> sa.ForeignKey:
+    """A reference to a commit whose rows go away with the commit."""
+    return sa.ForeignKey("commit_ref.sha", ondelete="CASCADE")
+
+
+commit_ref = sa.Table(
+    "commit_ref",
+    metadata,
+    sa.Column("sha", _SHA, primary_key=True),
+    sa.Column("tree_id", _SHA, nullable=False),
+    sa.Column("parents", ARRAY(sa.Text()), nullable=False),
+    sa.Column("committed_at", _TSTZ, nullable=False),
+    sa.Column("mode", sa.Text(), nullable=True),
+    sa.Column("base_sha", _SHA, nullable=True),
+    sa.Column("published_at", _TSTZ, nullable=True),
+    sa.Column("stats", JSONB(), nullable=False, server_default=sa.text("'{}'::jsonb")),
+    _hex("sha", 40),
+    _hex("tree_id", 40),
+    _hex("base_sha", 40),
+    sa.CheckConstraint("mode IN ('full', 'incremental')", name="mode"),
+)
+
+branch_ref = sa.Table(
+    "branch_ref",
+    metadata,
+    sa.Column("name", sa.Text(), primary_key=True),
+    sa.Column("sha", _SHA, nullable=False),
+    sa.Column("updated_at", _TSTZ, nullable=False),
+    _hex("sha", 40),
+)
+
+commit_file = sa.Table(
+    "commit_file",
+    metadata,
+    sa.Column("sha", _SHA, _commit_fk(), primary_key=True),
+    sa.Column("path", sa.Text(), primary_key=True),
+    sa.Column("blob_id", _SHA, nullable=False),
+    sa.Column("mode", sa.Text(), nullable=False),
+    sa.Column("size", sa.BigInteger(), nullable=False),
+    sa.Column("module", sa.Text(), nullable=True),
+    sa.Column("is_package", sa.Boolean(), nullable=False, server_default=sa.false()),
+    _hex("blob_id", 40),
+)
+
+parsed_blob = sa.Table(
+    "parsed_blob",
+    metadata,
+    sa.Column("blob_id", _SHA, primary_key=True),
+    sa.Column("parser_version", sa.Text(), primary_key=True),
+    sa.Column("line_count", sa.Integer(), nullable=False),
+    sa.Column("facts", sa.LargeBinary(), nullable=False),
+    sa.Column("gaps", JSONB(), nullable=False, server_default=sa.text("'[]'::jsonb")),
+    _hex("blob_id", 40),
+)
+
+code_span = sa.Table(
+    "code_span",
+    metadata,
+    sa.Column("span_id", _ID, primary_key=True),
+    sa.Column("lang", sa.Text(), nullable=False),
+    sa.Column("kind", sa.Text(), nullable=False),
+    sa.Column("fq_symbol_path", sa.Text(), nullable=False),
+    _hex("span_id", 64),
+)
+
+blob_span = sa.Table(
+    "blob_span",
+    metadata,
+    sa.Column("blob_id", _SHA, primary_key=True),
+    sa.Column("parser_version", sa.Text(), primary_key=True),
+    sa.Column("ordinal", sa.Integer(), primary_key=True),
+    sa.Column("span_id", _ID, sa.ForeignKey("code_span.span_id"), nullable=False),
+    sa.Column("start_line", sa.Integer(), nullable=False),
+    sa.Column("end_line", sa.Integer(), nullable=False),
+    _lines(),
+)
+
+span_occurrence = sa.Table(
+    "span_occurrence",
+    metadata,
+    sa.Column("sha", _SHA, _commit_fk(), primary_key=True),
+    sa.Column("path", sa.Text(), primary_key=True),
+    sa.Column("ordinal", sa.Integer(), primary_key=True),
+    sa.Column("span_id", _ID, sa.ForeignKey("code_span.span_id"), nullable=False),
+    sa.Column("start_line", sa.Integer(), nullable=False),
+    sa.Column("end_line", sa.Integer(), nullable=False),
+    _lines(),
+    sa.Index(None, "sha", "span_id"),
+    sa.Index(None, "span_id"),
+)
+
+artifact = sa.Table(
+    "artifact",
+    metadata,
+    sa.Column("artifact_id", _ID, primary_key=True),
+    sa.Column("kind", sa.Text(), nullable=False),
+    sa.Column("logical_key", sa.Text(), nullable=False),
+    sa.Column("extractor_id", sa.Text(), nullable=False),
+    sa.Column("extractor_version", sa.Text(), nullable=False),
+    sa.Column("method", sa.Text(), nullable=False),
+    sa.Column("confidence", sa.Double(), nullable=False),
+    sa.Column("payload", JSONB(), nullable=False),
+    sa.Column("prompt_version", sa.Text(), nullable=True),
+    sa.Column("model_id", sa.Text(), nullable=True),
+    sa.Column("embedding", VECTOR(EMBEDDING_DIM), nullable=True),
+    sa.Column("embedding_model_id", sa.Text(), nullable=True),
+    _hex("artifact_id", 64),
+    sa.CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence"),
+    sa.Index(None, "kind", "logical_key"),
+    sa.Index(
+        None,
+        "embedding",
+        postgresql_using="hnsw",
+        postgresql_ops={"embedding": "vector_cosine_ops"},
+    ),
+)
+
+artifact_derived_from = sa.Table(
+    "artifact_derived_from",
+    metadata,
+    sa.Column(
+        "artifact_id",
+        _ID,
+        sa.ForeignKey("artifact.artifact_id", ondelete="CASCADE", deferrable=True, initially="DEFERRED"),
+        primary_key=True,
+    ),
+    sa.Column("span_id", _ID, sa.ForeignKey("code_span.span_id"), primary_key=True),
+    sa.Column("path", sa.Text(), primary_key=True),
+    sa.Column("role", sa.Text(), primary_key=True),
+    sa.Index(None, "span_id"),
+)
+
+staged_entry = sa.Table(
+    "staged_entry",
+    metadata,
+    sa.Column("sha", _SHA, _commit_fk(), primary_key=True),
+    sa.Column("extractor_id", sa.Text(), primary_key=True),
+    sa.Column("artifact_id", _ID, sa.ForeignKey("artifact.artifact_id"), primary_key=True),
+)
+
+snapshot_entry = sa.Table(
+    "snapshot_entry",
+    metadata,
+    sa.Column("sha", _SHA, _commit_fk(), primary_key=True),
+    sa.Column("artifact_id", _ID, sa.ForeignKey("artifact.artifact_id"), primary_key=True),
+    sa.Index(None, "artifact_id"),
+)
+
+gap = sa.Table(
+    "gap",
+    metadata,
+    sa.Column("sha", _SHA, _commit_fk(), primary_key=True),
+    sa.Column("source", sa.Text(), primary_key=True),
+    sa.Column("ordinal", sa.Integer(), primary_key=True),
+    sa.Column("path", sa.Text(), nullable=False),
+    sa.Column("reason", sa.Text(), nullable=False),
+    sa.Column("detail", sa.Text(), nullable=False),
+    sa.Column("line", sa.Integer(), nullable=True),
+)
+
+rag_chunk = sa.Table(
+    "rag_chunk",
+    metadata,
+    sa.Column("chunk_id", _ID, primary_key=True),
+    sa.Column("blob_id", _SHA, nullable=False),
+    sa.Column("start_line", sa.Integer(), nullable=False),
+    sa.Column("end_line", sa.Integer(), nullable=False),
+    sa.Column("content", sa.Text(), nullable=False),
+    sa.Column("embedding", VECTOR(EMBEDDING_DIM), nullable=True),
+    sa.Column("embedding_model_id", sa.Text(), nullable=True),
+    _hex("chunk_id", 64),
+    _lines(),
+    sa.Index(None, "blob_id"),
+    sa.Index(
+        None,
+        "embedding",
+        postgresql_using="hnsw",
+        postgresql_ops={"embedding": "vector_cosine_ops"},
+    ),
+)

@@ -1,0 +1,165 @@
+"""Reading a published snapshot: its artifacts with grounding resolved to lines, and its orphans.
+
+Artifacts are location-free; the lines of each grounding edge come from the commit's span
+occurrences at read time (joined on sha, path and span_id). Two queries whatever the snapshot's
+size, grouped in Python. Exposed through ``kb_resources.store.reads``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
+
+from kb_resources.store.schema import artifact, artifact_derived_from, snapshot_entry, span_occurrence
+
+_KINDS = ARRAY(sa.Text())
+
+ORPHAN_QUERY = sa.text(
+    """
+    SELECT
+      (SELECT count(*) FROM snapshot_entry s
+        WHERE s.sha = :sha
+          AND NOT EXISTS (SELECT 1 FROM artifact_derived_from d WHERE d.artifact_id = s.artifact_id))
+        AS entries_without_grounding,
+      (SELECT count(*) FROM snapshot_entry s
+         JOIN artifact_derived_from d ON d.artifact_id = s.artifact_id
+        WHERE s.sha = :sha
+          AND NOT EXISTS (SELECT 1 FROM span_occurrence o
+                           WHERE o.sha = s.sha AND o.path = d.path AND o.span_id = d.span_id))
+        AS grounding_without_occurrence,
+      (SELECT count(*) FROM span_occurrence o
+        WHERE o.sha = :sha
+          AND NOT EXISTS (SELECT 1 FROM code_span c WHERE c.span_id = o.span_id))
+        AS occurrences_without_span
+    """
+)
+
+
+class GroundingLine(NamedTuple):
+    """One grounding edge with its lines at the snapshot's commit (None if the occurrence is missing)."""
+
+    span_id: str
+    path: str
+    role: str
+    start_line: int | None
+    end_line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactRecord:
+    """An artifact of a snapshot with its grounding resolved to lines at that commit."""
+
+    artifact_id: str
+    kind: str
+    logical_key: str
+    extractor_id: str
+    extractor_version: str
+    method: str
+    confidence: float
+    payload: dict[str, Any]
+    grounding: tuple[GroundingLine, ...]
+    prompt_version: str | None = None
+    model_id: str | None = None
+
+
+def _in_snapshot(sha: str, kinds: Sequence[str] | None) -> list[sa.ColumnElement[bool]]:
+    """WHERE clauses: artifacts of the snapshot of ``sha``, of ``kinds`` when given."""
+    clauses = [snapshot_entry.c.sha == sha, snapshot_entry.c.artifact_id == artifact.c.artifact_id]
+    if kinds is not None:
+        bound = sa.cast(sa.bindparam("kinds", sorted(set(kinds)), type_=_KINDS), _KINDS)
+        clauses.append(artifact.c.kind == sa.any_(bound))
+    return clauses
+
+
+def _edge_order(edge: GroundingLine) -> tuple[str, float, str, str]:
+    """Grounding edges sort by path, start line (missing occurrences last), span id, role."""
+    start = float("inf") if edge.start_line is None else edge.start_line
+    return (edge.path, start, edge.span_id, edge.role)
+
+
+def _grounding(conn: sa.Connection, sha: str, kinds: Sequence[str] | None) -> dict[str, list[GroundingLine]]:
+    """The grounding edges of the snapshot's artifacts, each with its occurrence lines at ``sha``."""
+    d, o = artifact_derived_from, span_occurrence
+    query = (
+        sa.select(d.c.artifact_id, d.c.span_id, d.c.path, d.c.role, o.c.start_line, o.c.end_line)
+        .select_from(snapshot_entry)
+        .join(artifact, artifact.c.artifact_id == snapshot_entry.c.artifact_id)
+        .join(d, d.c.artifact_id == snapshot_entry.c.artifact_id)
+        .outerjoin(
+            o, sa.and_(o.c.sha == snapshot_entry.c.sha, o.c.path == d.c.path, o.c.span_id == d.c.span_id)
+        )
+        .where(*_in_snapshot(sha, kinds))
+    )
+    grouped: dict[str, list[GroundingLine]] = defaultdict(list)
+    for artifact_id, *edge in conn.execute(query).all():
+        grouped[artifact_id].append(GroundingLine(*edge))
+    for edges in grouped.values():
+        edges.sort(key=_edge_order)
+    return grouped
+
+
+def snapshot_records(
+    conn: sa.Connection, sha: str, kinds: Sequence[str] | None = None
+) -> list[ArtifactRecord]:
+    """The artifacts of the snapshot of ``sha`` (of ``kinds`` when given), sorted by logical key, kind.
+
+    Sorting happens here, by code point (Python's ``str`` order), not in the server: it is the
+    same whatever the server's collation and spares PostgreSQL a disk sort of every payload.
+    """
+    a = artifact.c
+    query = (
+        sa.select(
+            a.artifact_id,
+            a.kind,
+            a.logical_key,
+            a.extractor_id,
+            a.extractor_version,
+            a.method,
+            a.confidence,
+            a.payload,
+            a.prompt_version,
+            a.model_id,
+        )
+        .select_from(snapshot_entry)
+        .join(artifact, a.artifact_id == snapshot_entry.c.artifact_id)
+        .where(*_in_snapshot(sha, kinds))
+    )
+    grounding = _grounding(conn, sha, kinds)
+    records = []
+    for row in conn.execute(query).all():
+        aid, kind, key, ex_id, ex_version, method, confidence, payload, prompt_version, model_id = row
+        edges = tuple(grounding.get(aid, ()))
+        records.append(
+            ArtifactRecord(
+                aid,
+                kind,
+                key,
+                ex_id,
+                ex_version,
+                method,
+                confidence,
+                payload,
+                edges,
+                prompt_version,
+                model_id,
+            )
+        )
+    records.sort(key=lambda r: (r.logical_key, r.kind, r.artifact_id))
+    return records
+
+
+def orphans(conn: sa.Connection, sha: str) -> dict[str, int]:
+    """Counts of broken links in the snapshot of ``sha``; all zero for a sound snapshot.
+
+    ``entries_without_grounding``: snapshot entries whose artifact has no grounding row;
+    ``grounding_without_occurrence``: grounding rows of snapshot artifacts whose (path, span_id)
+    does not occur at ``sha``; ``occurrences_without_span``: occurrences at ``sha`` whose span is
+    missing from ``code_span``.
+    """
+    row = conn.execute(ORPHAN_QUERY, {"sha": sha}).one()
+    return {key: int(value) for key, value in row._mapping.items()}

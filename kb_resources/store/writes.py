@@ -1,0 +1,205 @@
+"""Every write the pipeline makes to the knowledge store: bulk, idempotent, in the caller's transaction.
+
+Content-addressed rows (spans, parsed blobs, artifacts, grounding) are inserted with
+``ON CONFLICT DO NOTHING``, so writing them twice changes nothing; per-commit rows (files,
+occurrences, gaps, staged entries) are replaced wholesale. Nothing here commits: the caller owns
+the transaction, which is what makes publishing a snapshot atomic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from kb_assets.core.errors import GroundingError
+from kb_assets.core.ids import canonical_json
+from kb_assets.core.models import JSON, Artifact, Gap, ParsedBlob
+from kb_resources.store.bulk import copy_new_rows, copy_rows
+from kb_resources.store.schema import (
+    artifact_derived_from,
+    branch_ref,
+    commit_file,
+    commit_ref,
+    gap,
+    snapshot_entry,
+    span_occurrence,
+    staged_entry,
+)
+
+SPAN_LANG = "python"
+
+FactsEncoder = Callable[[Mapping[str, JSON]], bytes]
+"""Turns a parsed blob's per-extractor facts into the bytes stored in ``parsed_blob.facts``."""
+
+CommitFileRow = tuple[str, str, str, int, str | None, bool]
+"""(path, blob_id, mode, size, module or None, is_package)."""
+
+OccurrenceRow = tuple[str, int, str, int, int]
+"""(path, ordinal, span_id, start_line, end_line)."""
+
+
+def upsert_commit(
+    conn: sa.Connection, *, sha: str, tree_id: str, parents: Sequence[str], committed_at: datetime
+) -> None:
+    """Record a commit (its content never changes, so an existing row is kept as is)."""
+    statement = pg_insert(commit_ref).values(
+        sha=sha, tree_id=tree_id, parents=list(parents), committed_at=committed_at
+    )
+    conn.execute(statement.on_conflict_do_nothing(index_elements=["sha"]))
+
+
+def replace_commit_files(conn: sa.Connection, sha: str, rows: Iterable[CommitFileRow]) -> int:
+    """Make ``rows`` the files of commit ``sha``; return how many were written."""
+    conn.execute(sa.delete(commit_file).where(commit_file.c.sha == sha))
+    columns = ("sha", "path", "blob_id", "mode", "size", "module", "is_package")
+    return copy_rows(conn, "commit_file", columns, ((sha, *row) for row in rows))
+
+
+def insert_parsed_blobs(
+    conn: sa.Connection, parser_version: str, blobs: Iterable[ParsedBlob], facts_encoder: FactsEncoder
+) -> int:
+    """Cache the parse of each blob (facts, gaps, spans) under ``parser_version``; return new blobs."""
+    blob_rows: list[tuple[object, ...]] = []
+    span_rows: dict[str, tuple[str, str, str, str]] = {}
+    placement_rows: list[tuple[object, ...]] = []
+    for blob in blobs:
+        gaps = [{"reason": g.reason, "detail": g.detail, "line": g.line} for g in blob.gaps]
+        encoded = facts_encoder(blob.facts)
+        blob_rows.append((blob.blob_id, parser_version, blob.line_count, encoded, canonical_json(gaps)))
+        for ordinal, span in enumerate(blob.spans):
+            span_rows[span.span_id] = (span.span_id, SPAN_LANG, str(span.kind), span.fq_symbol_path)
+            placement_rows.append(
+                (blob.blob_id, parser_version, ordinal, span.span_id, span.start_line, span.end_line)
+            )
+    _insert_spans(conn, span_rows.values())
+    copy_new_rows(
+        conn,
+        "blob_span",
+        ("blob_id", "parser_version", "ordinal", "span_id", "start_line", "end_line"),
+        placement_rows,
+        order_by=("blob_id", "parser_version", "ordinal"),
+    )
+    return copy_new_rows(
+        conn,
+        "parsed_blob",
+        ("blob_id", "parser_version", "line_count", "facts", "gaps"),
+        blob_rows,
+        order_by=("blob_id", "parser_version"),
+    )
+
+
+def _insert_spans(conn: sa.Connection, rows: Iterable[tuple[str, str, str, str]]) -> int:
+    """Insert code spans that are not stored yet."""
+    columns = ("span_id", "lang", "kind", "fq_symbol_path")
+    return copy_new_rows(conn, "code_span", columns, rows, order_by=("span_id",))
+
+
+def replace_occurrences(conn: sa.Connection, sha: str, rows: Iterable[OccurrenceRow]) -> int:
+    """Make ``rows`` the span occurrences of commit ``sha``; return how many were written."""
+    conn.execute(sa.delete(span_occurrence).where(span_occurrence.c.sha == sha))
+    columns = ("sha", "path", "ordinal", "span_id", "start_line", "end_line")
+    return copy_rows(conn, "span_occurrence", columns, ((sha, *row) for row in rows))
+
+
+def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
+    """Store artifacts with their grounding; raise ``GroundingError`` before writing if one has none."""
+    batch = list(artifacts)
+    for item in batch:
+        if not item.grounding:
+            raise GroundingError(item.logical_key)
+    artifact_rows = [
+        (
+            a.artifact_id,
+            a.kind,
+            a.logical_key,
+            a.extractor_id,
+            a.extractor_version,
+            str(a.method),
+            a.confidence,
+            canonical_json(dict(a.payload)),
+            a.prompt_version,
+            a.model_id,
+        )
+        for a in batch
+    ]
+    grounding_rows = [(a.artifact_id, g.span_id, g.path, g.role) for a in batch for g in a.grounding]
+    columns = (
+        "artifact_id",
+        "kind",
+        "logical_key",
+        "extractor_id",
+        "extractor_version",
+        "method",
+        "confidence",
+        "payload",
+        "prompt_version",
+        "model_id",
+    )
+    inserted = copy_new_rows(conn, "artifact", columns, artifact_rows, order_by=("artifact_id",))
+    pk = [c.name for c in artifact_derived_from.primary_key.columns]
+    copy_new_rows(conn, "artifact_derived_from", pk, grounding_rows, order_by=pk)
+    return inserted
+
+
+def replace_staged(conn: sa.Connection, sha: str, extractor_id: str, artifact_ids: Iterable[str]) -> int:
+    """Make ``artifact_ids`` what extractor ``extractor_id`` proposes for the snapshot of ``sha``."""
+    conn.execute(
+        sa.delete(staged_entry).where(staged_entry.c.sha == sha, staged_entry.c.extractor_id == extractor_id)
+    )
+    rows = ((sha, extractor_id, aid) for aid in sorted(set(artifact_ids)))
+    return copy_rows(conn, "staged_entry", ("sha", "extractor_id", "artifact_id"), rows)
+
+
+def publish_snapshot(
+    conn: sa.Connection,
+    sha: str,
+    *,
+    mode: str,
+    base_sha: str | None,
+    stats: Mapping[str, JSON],
+    extractor_ids: Collection[str] | None = None,
+) -> int:
+    """Make the staged entries of ``sha`` its snapshot; visible when the caller commits.
+
+    Takes every extractor's entries, or only those of ``extractor_ids`` when given (so entries of
+    an extractor that was removed from the registry are not published).
+    """
+    conn.execute(sa.delete(snapshot_entry).where(snapshot_entry.c.sha == sha))
+    staged = (
+        sa.select(staged_entry.c.sha, staged_entry.c.artifact_id)
+        .distinct()
+        .where(staged_entry.c.sha == sha)
+        .order_by(staged_entry.c.artifact_id)
+    )
+    if extractor_ids is not None:
+        staged = staged.where(staged_entry.c.extractor_id.in_(sorted(set(extractor_ids))))
+    published = conn.execute(sa.insert(snapshot_entry).from_select(["sha", "artifact_id"], staged)).rowcount
+    marked = conn.execute(
+        sa.update(commit_ref)
+        .where(commit_ref.c.sha == sha)
+        .values(published_at=sa.func.now(), mode=mode, base_sha=base_sha, stats=dict(stats))
+    ).rowcount
+    if marked != 1:
+        raise LookupError(f"commit {sha} is not recorded; call upsert_commit first")
+    return published
+
+
+def replace_gaps(conn: sa.Connection, sha: str, source: str, gaps: Iterable[Gap]) -> int:
+    """Make ``gaps`` what ``source`` (a parser or an extractor) did not understand at ``sha``."""
+    conn.execute(sa.delete(gap).where(gap.c.sha == sha, gap.c.source == source))
+    columns = ("sha", "source", "ordinal", "path", "reason", "detail", "line")
+    rows = ((sha, source, i, g.path, g.reason, g.detail, g.line) for i, g in enumerate(gaps))
+    return copy_rows(conn, "gap", columns, rows)
+
+
+def set_branch(conn: sa.Connection, name: str, sha: str) -> None:
+    """Point branch cursor ``name`` at ``sha`` (the newest commit followed on that branch)."""
+    statement = pg_insert(branch_ref).values(name=name, sha=sha, updated_at=sa.func.now())
+    conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=["name"], set_={"sha": statement.excluded.sha, "updated_at": sa.func.now()}
+        )
+    )

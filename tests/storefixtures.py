@@ -1,0 +1,100 @@
+"""Sample data for the store tests: commits, spans, grounded artifacts, and a postgres process probe.
+
+Everything is derived from names through the real id functions, so the rows look like what the
+pipeline writes (64-hex span and artifact ids, 40-hex shas) and the same call gives the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psutil
+import sqlalchemy as sa
+
+from kb_assets.core import ids
+from kb_assets.core.models import Artifact, Grounding, Method, ParsedBlob, Span, SpanKind
+from kb_resources.store import writes
+
+PARSER_VERSION = "test-1"
+COMMITTED_AT = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def sha_of(name: str) -> str:
+    """A 40-hex commit or blob id named after ``name``."""
+    return hashlib.sha1(name.encode()).hexdigest()
+
+
+def span(name: str, start: int, end: int, kind: SpanKind = SpanKind.FUNCTION) -> Span:
+    """A span called ``name`` (its fingerprint is the name) at the given lines."""
+    return Span(ids.span_id("python", kind, name, f"fp:{name}"), kind, name, start, end)
+
+
+def grounded(
+    logical_key: str,
+    grounding: Sequence[Grounding],
+    *,
+    kind: str = "call_edge",
+    payload: Mapping[str, object] | None = None,
+) -> Artifact:
+    """A deterministic artifact with a real id over ``grounding``."""
+    body = dict(payload if payload is not None else {"key": logical_key})
+    aid = ids.artifact_id(
+        logical_key=logical_key, extractor_id="test", extractor_version="1", grounding=grounding, payload=body
+    )
+    return Artifact(aid, kind, logical_key, "test", "1", Method.DETERMINISTIC, 1.0, body, tuple(grounding))
+
+
+def encode_facts(facts: Mapping[str, object]) -> bytes:
+    """The facts encoder the tests hand to ``insert_parsed_blobs``."""
+    return ids.canonical_json(dict(facts)).encode()
+
+
+def seed_commit(conn: sa.Connection, sha: str, files: Mapping[str, Sequence[Span]]) -> None:
+    """Record commit ``sha`` with ``files`` (path -> spans of its blob) and their occurrences."""
+    writes.upsert_commit(conn, sha=sha, tree_id=sha_of(f"tree:{sha}"), parents=[], committed_at=COMMITTED_AT)
+    blobs = [
+        ParsedBlob(sha_of(f"blob:{path}:{sha}"), tuple(spans), line_count=99) for path, spans in files.items()
+    ]
+    writes.insert_parsed_blobs(conn, PARSER_VERSION, blobs, encode_facts)
+    writes.replace_commit_files(
+        conn,
+        sha,
+        [(path, b.blob_id, "regular", 10, None, False) for path, b in zip(files, blobs, strict=True)],
+    )
+    writes.replace_occurrences(
+        conn,
+        sha,
+        [
+            (path, ordinal, s.span_id, s.start_line, s.end_line)
+            for path, spans in files.items()
+            for ordinal, s in enumerate(spans)
+        ],
+    )
+
+
+def publish(conn: sa.Connection, sha: str, artifacts: Sequence[Artifact]) -> None:
+    """Store ``artifacts``, stage them under extractor "test" and publish them as ``sha``'s snapshot."""
+    writes.insert_artifacts(conn, artifacts)
+    writes.replace_staged(conn, sha, "test", [a.artifact_id for a in artifacts])
+    writes.publish_snapshot(conn, sha, mode="full", base_sha=None, stats={"artifacts": len(artifacts)})
+
+
+def live_postmasters(pgdata: Path) -> list[int]:
+    """Pids of running (non-zombie) postgres processes serving ``pgdata``."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline", "status"]):
+        if proc.info["name"] != "postgres" or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        if str(pgdata) in (proc.info["cmdline"] or ()):
+            found.append(proc.pid)
+    return found
+
+
+def table_dump(conn: sa.Connection, table: sa.Table, *, skip: Sequence[str] = ()) -> list[tuple[object, ...]]:
+    """Every row of ``table`` (minus the ``skip`` columns) in key order, for before/after comparisons."""
+    columns = [c for c in table.columns if c.name not in skip]
+    query = sa.select(*columns).order_by(*table.primary_key.columns)
+    return [tuple(row) for row in conn.execute(query)]

@@ -1,0 +1,138 @@
+"""The schema only changes through Alembic, matches the metadata, and is checked before use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from kb_assets.core.errors import SchemaMismatchError
+from kb_resources.store import revision
+from kb_resources.store.engine import Store, create_store_engine, open_store
+from kb_resources.store.schema import metadata
+from kb_resources.store.target import parse_store_url
+from tests.conftest import SettingsFactory
+
+MIGRATE_IN_SUBPROCESS = """
+import sys
+from pathlib import Path
+from kb_resources.settings import Settings
+from kb_resources.store.engine import open_store
+kb_home = Path(sys.argv[2])
+open_store(Settings(kb_home=kb_home, dagster_home=kb_home / "dagster", db_url=sys.argv[1]), "race").close()
+"""
+
+
+def _tables(store: Store) -> set[str]:
+    return set(sa.inspect(store.engine).get_table_names())
+
+
+def test_fresh_database_migrates_to_head(store: Store) -> None:
+    """open_store on an empty database creates every table, pgvector and the trigger, stamped at head."""
+    with store.engine.connect() as conn:
+        assert revision.current_revision(conn) == revision.head_revision() == "0001"
+        assert revision.is_at_head(conn)
+        assert conn.scalar(sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
+        triggers = set(conn.scalars(sa.text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")))
+    assert set(metadata.tables) <= _tables(store)
+    assert {"artifact_grounded_check", "artifact_grounded_check_on_grounding"} <= triggers
+
+
+def test_migration_matches_schema_metadata(store: Store) -> None:
+    """`alembic check` in code: autogenerate finds no difference between migration 0001 and schema.py."""
+    drifted = sa.MetaData()
+    for table in metadata.tables.values():
+        table.to_metadata(drifted)
+    drifted.tables["gap"].append_column(sa.Column("added_later", sa.Text()))
+    with store.engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "compare_server_default": True}
+        )
+        assert compare_metadata(context, metadata) == []
+        assert [d[0] for d in compare_metadata(context, drifted)] == [
+            "add_column"
+        ]  # the check is not vacuous
+
+
+def test_migrating_twice_is_a_noop(store: Store, settings_factory: SettingsFactory) -> None:
+    """Migrating a database already at head changes nothing and raises nothing."""
+    before = _tables(store)
+    revision.migrate_to_head(store.engine)
+    open_store(
+        settings_factory(db_url=store.engine.url.render_as_string(hide_password=False)), "test"
+    ).close()
+    with store.engine.connect() as conn:
+        assert conn.scalar(sa.text("SELECT count(*) FROM alembic_version")) == 1
+        assert revision.is_at_head(conn)
+    assert _tables(store) == before
+
+
+def _waiting_for_migration_lock(conn: sa.Connection) -> int:
+    query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = :objid"
+    return int(conn.scalar(sa.text(query), {"objid": revision.MIGRATION_LOCK_KEY & 0xFFFFFFFF}) or 0)
+
+
+def test_two_processes_migrating_at_once_both_succeed(
+    blank_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Two processes that open the same empty database together both succeed; one migrates, one waits.
+
+    The test holds the migration lock until both processes are queued on it, so they really contend.
+    """
+    engine = create_store_engine(parse_store_url(blank_database))
+    with engine.connect() as holder:
+        holder.execute(sa.select(sa.func.pg_advisory_lock(revision.MIGRATION_LOCK_KEY)))
+        holder.commit()
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    MIGRATE_IN_SUBPROCESS,
+                    blank_database,
+                    str(tmp_path_factory.mktemp("kb")),
+                ]
+            )
+            for _ in range(2)
+        ]
+        for _ in range(600):
+            if _waiting_for_migration_lock(holder) == 2 or any(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.05)
+        assert _waiting_for_migration_lock(holder) == 2
+        holder.execute(sa.select(sa.func.pg_advisory_unlock(revision.MIGRATION_LOCK_KEY)))
+        holder.commit()
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    with engine.connect() as conn:
+        assert revision.is_at_head(conn)
+    engine.dispose()
+
+
+def test_database_from_a_newer_knowbase_is_refused(store: Store, settings_factory: SettingsFactory) -> None:
+    """A database stamped with a revision we do not know raises SchemaMismatchError(newer=True)."""
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999_from_the_future'"))
+    url = store.engine.url.render_as_string(hide_password=False)
+    for read_only in (False, True):
+        with pytest.raises(SchemaMismatchError) as caught:
+            open_store(settings_factory(db_url=url), "test", read_only=read_only)
+        assert caught.value.newer is True
+        assert caught.value.found == "9999_from_the_future"
+
+
+def test_read_only_open_of_a_database_behind_head_refuses(
+    blank_database: str, settings_factory: SettingsFactory
+) -> None:
+    """A read-only open (as kb serve does) never migrates: behind head is SchemaMismatchError(newer=False)."""
+    with pytest.raises(SchemaMismatchError) as caught:
+        open_store(settings_factory(db_url=blank_database), "test", read_only=True)
+    assert caught.value.newer is False
+    assert caught.value.found is None
+    engine = create_store_engine(parse_store_url(blank_database))
+    assert sa.inspect(engine).get_table_names() == []
+    engine.dispose()

@@ -1,0 +1,173 @@
+"""Bulk writes are idempotent, publishing is atomic, and reads resolve grounding to lines per commit."""
+
+from __future__ import annotations
+
+from kb_assets.core.models import Gap, Grounding, ParsedBlob
+from kb_resources.store import reads, writes
+from kb_resources.store.engine import Store
+from kb_resources.store.schema import metadata
+from tests.storefixtures import (
+    PARSER_VERSION,
+    encode_facts,
+    grounded,
+    publish,
+    seed_commit,
+    sha_of,
+    span,
+    table_dump,
+)
+
+SHA1, SHA2 = sha_of("c1"), sha_of("c2")
+ALPHA, BETA = span("alpha", 1, 3), span("beta", 5, 9)
+TIMESTAMPS = ("published_at", "updated_at")
+AWKWARD = [
+    "dir with space/ünïcødé 模块.py",
+    "tab\there.py",
+    "new\nline.py",
+    "back\\slash\\N.py",
+    "quote\"'s,comma.py",
+]
+
+
+def _everything(store: Store) -> dict[str, list[tuple[object, ...]]]:
+    with store.engine.connect() as conn:
+        return {name: table_dump(conn, t, skip=TIMESTAMPS) for name, t in metadata.tables.items()}
+
+
+def _write_all(store: Store) -> None:
+    """One full indexing pass worth of writes for commit SHA1."""
+    item = grounded("call:alpha->beta", [Grounding(ALPHA.span_id, "m.py", "caller")])
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA], "n.py": [BETA]})
+        publish(conn, SHA1, [item])
+        writes.replace_gaps(conn, SHA1, "parse", [Gap("n.py", "syntax_error", "line 3", 3)])
+        writes.set_branch(conn, "main", SHA1)
+
+
+def test_writing_the_same_rows_twice_changes_nothing(store: Store) -> None:
+    """Every write is idempotent: a second identical pass leaves every table exactly as it was
+    (publish and branch timestamps aside), and content-addressed inserts report 0 new rows."""
+    _write_all(store)
+    first = _everything(store)
+    _write_all(store)
+    assert _everything(store) == first
+    blob = ParsedBlob(sha_of("blob:m.py:" + SHA1), (ALPHA, BETA), line_count=99)
+    with store.engine.begin() as conn:
+        assert writes.insert_parsed_blobs(conn, PARSER_VERSION, [blob], encode_facts) == 0
+        assert (
+            writes.insert_artifacts(
+                conn, [grounded("call:alpha->beta", [Grounding(ALPHA.span_id, "m.py", "caller")])]
+            )
+            == 0
+        )
+
+
+def test_publishing_is_atomic_for_readers(store: Store) -> None:
+    """A reader on another connection sees the previous snapshot until the publishing transaction
+    commits, then the new one in full; a rolled-back publish leaves the previous snapshot intact."""
+    old = grounded("call:old", [Grounding(ALPHA.span_id, "m.py", "caller")])
+    new = grounded("call:new", [Grounding(BETA.span_id, "m.py", "caller")])
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA]})
+        publish(conn, SHA1, [old])
+    with store.engine.connect() as writer, store.engine.connect() as reader:
+        publish(writer, SHA1, [new])
+        assert [r.logical_key for r in reads.snapshot_records(reader, SHA1)] == ["call:old"]
+        reader.rollback()
+        writer.rollback()
+        assert [r.logical_key for r in reads.snapshot_records(reader, SHA1)] == ["call:old"]
+        reader.rollback()
+        publish(writer, SHA1, [old, new])
+        writer.commit()
+        assert [r.logical_key for r in reads.snapshot_records(reader, SHA1)] == ["call:new", "call:old"]
+        assert reads.is_published(reader, SHA1)
+        assert reads.artifact_counts(reader, SHA1) == {"call_edge": 2}
+
+
+def test_snapshot_records_take_their_lines_from_the_commit_s_occurrences(store: Store) -> None:
+    """The same artifact shows the lines of its span at each commit; a span occurring twice in the
+    grounded file yields both occurrences; records sort by logical key then kind; kinds filter."""
+    moved = span("alpha", 4, 6)
+    item = grounded("call:alpha", [Grounding(ALPHA.span_id, "m.py", "caller")])
+    other = grounded("a:first", [Grounding(BETA.span_id, "m.py", "target")], kind="entity")
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA]})
+        publish(conn, SHA1, [item, other])
+        seed_commit(conn, SHA2, {"m.py": [moved, BETA, span("alpha", 20, 22)]})
+        publish(conn, SHA2, [item])
+    with store.engine.connect() as conn:
+        at1 = reads.snapshot_records(conn, SHA1)
+        at2 = reads.snapshot_records(conn, SHA2)
+        only_entities = reads.snapshot_records(conn, SHA1, ["entity"])
+        assert reads.orphans(conn, SHA1) == dict.fromkeys(
+            ("entries_without_grounding", "grounding_without_occurrence", "occurrences_without_span"), 0
+        )
+    assert [(r.logical_key, r.kind) for r in at1] == [("a:first", "entity"), ("call:alpha", "call_edge")]
+    assert [(g.start_line, g.end_line) for g in at1[1].grounding] == [(1, 3)]
+    assert [(g.start_line, g.end_line) for g in at2[0].grounding] == [(4, 6), (20, 22)]
+    assert at1[1].artifact_id == at2[0].artifact_id
+    assert at2[0].payload == {"key": "call:alpha"}
+    assert [r.logical_key for r in only_entities] == ["a:first"]
+
+
+def test_orphans_counts_grounding_without_an_occurrence(store: Store) -> None:
+    """A snapshot artifact grounded at a path where its span does not occur is counted as an orphan."""
+    item = grounded("call:lost", [Grounding(ALPHA.span_id, "gone.py", "caller")])
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA]})
+        publish(conn, SHA1, [item])
+        assert reads.orphans(conn, SHA1)["grounding_without_occurrence"] == 1
+        assert reads.ungrounded_staged(conn, SHA1, "test") == [item.artifact_id]
+        (record,) = reads.snapshot_records(conn, SHA1)
+    assert record.grounding[0].start_line is None
+
+
+def test_copy_round_trips_awkward_text(store: Store) -> None:
+    """COPY survives spaces, unicode, tabs, newlines, backslashes and quotes in every text field,
+    and arbitrary bytes in parsed facts."""
+    files = {path: [span(f"f_{i}\t\\N\n", 1, 2)] for i, path in enumerate(AWKWARD)}
+    weird = "\\N\t\n\r\\\"'"
+    gaps = [Gap(path, "syntax_error", f"detail {weird} {path}", None) for path in AWKWARD]
+    items = [
+        grounded(f"k:{p}", [Grounding(s[0].span_id, p, weird)], payload={"s": weird})
+        for p, s in files.items()
+    ]
+    blob = ParsedBlob(sha_of("facts"), (), gaps=(Gap("", "r\t", weird, 7),), line_count=1)
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, files)
+        publish(conn, SHA1, items)
+        writes.replace_gaps(conn, SHA1, "parse", gaps)
+        writes.insert_parsed_blobs(conn, "raw", [blob], lambda facts: b"\x00\\x00\t\n\xff")
+    with store.engine.connect() as conn:
+        assert [f.path for f in reads.commit_files(conn, SHA1)] == sorted(AWKWARD)
+        assert sorted(o.path for o in reads.span_occurrences(conn, SHA1)) == sorted(AWKWARD)
+        assert {o.fq_symbol_path for o in reads.span_occurrences(conn, SHA1)} == {
+            s[0].fq_symbol_path for s in files.values()
+        }
+        assert reads.gaps(conn, SHA1) == [Gap(g.path, g.reason, g.detail, None, "parse") for g in gaps]
+        records = reads.snapshot_records(conn, SHA1)
+        cached = reads.load_parsed_blobs(conn, "raw", [blob.blob_id])[blob.blob_id]
+    assert {(r.grounding[0].path, r.grounding[0].role, r.payload["s"]) for r in records} == {
+        (p, weird, weird) for p in AWKWARD
+    }
+    assert cached.facts == b"\x00\\x00\t\n\xff"
+    assert cached.gaps == (Gap("", "r\t", weird, 7),)
+
+
+def test_parse_cache_round_trips_spans_in_blob_order(store: Store) -> None:
+    """load_parsed_blobs returns each blob's spans in order, its facts and line count, in bulk;
+    parsed_blob_ids reports exactly the cached blobs of a parser version."""
+    blobs = [
+        ParsedBlob(sha_of(f"b{i}"), (ALPHA, BETA) if i % 2 else (BETA,), {"i": i}, (), 10 + i)
+        for i in range(50)
+    ]
+    with store.engine.begin() as conn:
+        writes.insert_parsed_blobs(conn, PARSER_VERSION, blobs, encode_facts)
+    wanted = [b.blob_id for b in blobs] + [sha_of("never parsed")]
+    with store.engine.connect() as conn:
+        assert reads.parsed_blob_ids(conn, PARSER_VERSION, wanted) == {b.blob_id for b in blobs}
+        assert reads.parsed_blob_ids(conn, "other", wanted) == set()
+        cached = reads.load_parsed_blobs(conn, PARSER_VERSION, wanted)
+    assert set(cached) == {b.blob_id for b in blobs}
+    for b in blobs:
+        assert cached[b.blob_id] == (b.spans, encode_facts(b.facts), (), b.line_count)
