@@ -18,9 +18,14 @@ from kb_resources.settings import Settings
 from kb_resources.store.engine import Store, open_store
 
 
+_opened_stores: list[Store] = []
+
+
 @functools.cache
 def _store(settings: Settings, repo_key: str) -> Store:
-    return open_store(settings, repo_key)
+    store = open_store(settings, repo_key)
+    _opened_stores.append(store)
+    return store
 
 
 @functools.cache
@@ -74,3 +79,12 @@ class KnowbaseResource(dg.ConfigurableResource):  # type: ignore[misc]
     def limits(self) -> ParseLimits:
         """Per-file parse limits."""
         return ParseLimits(max_bytes=self.max_file_bytes, timeout_s=self.parse_timeout_s)
+
+
+def close_cached() -> None:
+    """Close every store and repository this process opened through the resource (tests, shutdown)."""
+    for store in list(_opened_stores):
+        store.close()
+    _opened_stores.clear()
+    _store.cache_clear()
+    _repo.cache_clear()

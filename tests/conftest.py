@@ -22,6 +22,7 @@ from kb_resources.store import databases
 from kb_resources.store.embedded import EmbeddedServer
 from kb_resources.store.engine import Store, open_store
 from kb_resources.store.target import parse_store_url
+from tests.kbfixtures import KbEnv
 from tests.storefixtures import live_postmasters
 
 SettingsFactory = Callable[..., Settings]
@@ -98,3 +99,13 @@ def store(blank_database: str, settings_factory: SettingsFactory) -> Iterator[St
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def kb_env(blank_database: str, tmp_path: Path) -> Iterator[KbEnv]:
+    """An isolated knowbase environment (own KB_HOME, DAGSTER_HOME and database) for one test."""
+    env = KbEnv(home=tmp_path / "kb_home", db_url=blank_database)
+    try:
+        yield env
+    finally:
+        env.close()

@@ -1,0 +1,59 @@
+"""``knowledge_snapshot``: the commit's published manifest, visible atomically."""
+
+
+from typing import Any
+
+import dagster as dg
+
+from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_assets.core.summary import markdown_summary, summary_line
+from kb_assets.indexing.extract import ids_digest
+from kb_assets.indexing.publish import publish_commit
+from kb_assets.partitions import commits
+from kb_resources.resources import KnowbaseResource
+from kb_resources.store import reads
+
+
+def latest_metadata(context: dg.AssetExecutionContext, asset: str) -> dict[str, Any]:
+    """The metadata of the newest materialization of ``asset`` for this partition."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[context.partition_key]), limit=1
+    ).records
+    if not records or records[0].asset_materialization is None:
+        return {}
+    return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
+
+
+@dg.asset(
+    partitions_def=commits,
+    deps=[ex.asset_name for ex in EXTRACTORS],
+    group_name="knowledge",
+    code_version="1",
+    kinds={"postgres"},
+)
+def knowledge_snapshot(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult:
+    """The published knowledge of the commit: every extractor's artifacts, made visible in one transaction."""
+    tree = latest_metadata(context, "commit_tree")
+    spans = latest_metadata(context, "code_spans")
+    stats, counts, gaps = publish_commit(
+        kb.engine(),
+        context.partition_key,
+        mode=str(tree.get("mode", "full")),
+        base_sha=str(tree.get("base_sha") or "") or None,
+        files=int(spans.get("files", 0)),
+        parsed=int(spans.get("parsed", 0)),
+        reused=int(spans.get("reused", 0)),
+    )
+    with kb.engine().connect() as conn:
+        digest = ids_digest(reads.snapshot_artifact_ids(conn, context.partition_key))
+    context.log.info(summary_line(stats))
+    return dg.MaterializeResult(
+        metadata={
+            "summary": dg.MetadataValue.md(markdown_summary(stats, counts, gaps)),
+            "summary_line": summary_line(stats),
+            **stats.as_json(),
+            "base_sha": stats.base_sha or "",
+            "counts": counts,
+        },
+        data_version=dg.DataVersion(digest),
+    )

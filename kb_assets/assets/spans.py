@@ -1,0 +1,42 @@
+"""``code_spans``: every definition, import and assignment of the commit, parsed once per blob."""
+
+
+import hashlib
+
+import dagster as dg
+
+from kb_assets.assets.ingest import IndexConfig
+from kb_assets.core.ids import NORMALIZATION_VERSION
+from kb_assets.core.spans import LANG
+from kb_assets.indexing.parse import parse_commit
+from kb_assets.partitions import commits
+from kb_resources.resources import KnowbaseResource
+from kb_resources.store import reads
+
+
+@dg.asset(
+    partitions_def=commits,
+    deps=["commit_tree"],
+    group_name="ingest",
+    code_version=f"{LANG}-n{NORMALIZATION_VERSION}",
+    kinds={"python", "postgres"},
+)
+def code_spans(context: dg.AssetExecutionContext, config: IndexConfig, kb: KnowbaseResource) -> dg.MaterializeResult:
+    """Spans (modules, classes, functions, imports, assignments) of the commit; new blobs only are parsed."""
+    engine = kb.engine()
+    stats = parse_commit(
+        kb.git(), engine, context.partition_key, limits=kb.limits(), workers=kb.workers, force=config.full
+    )
+    with engine.connect() as conn:
+        digest = reads.occurrence_digest(conn, context.partition_key)
+    context.log.info(f"{stats.files} files: {stats.parsed} parsed, {stats.reused} reused; {stats.gaps} gaps")
+    return dg.MaterializeResult(
+        metadata={
+            "files": stats.files,
+            "parsed": stats.parsed,
+            "reused": stats.reused,
+            "spans": stats.spans,
+            "gaps": stats.gaps,
+        },
+        data_version=dg.DataVersion(digest or hashlib.sha256(b"").hexdigest()),
+    )

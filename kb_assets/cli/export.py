@@ -1,0 +1,107 @@
+"""``kb export``, ``kb spans`` and ``kb show``: reading a commit's knowledge back out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+
+from kb_assets.cli.session import indexed_sha, open_session
+from kb_assets.core.extractors.base import LocatedGrounding
+from kb_assets.core.models import JSON
+from kb_assets.core.records import export_record, provenance
+from kb_resources.store import reads
+from kb_resources.store.reads import ArtifactRecord
+
+
+def add_export_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of ``kb export``."""
+    p.add_argument("--sha", default=None, metavar="REV", help="indexed commit (default: newest indexed on HEAD's branch)")
+    p.add_argument("--kind", action="append", default=None, help="only this artifact kind (repeatable)")
+    p.add_argument("--format", choices=["jsonl"], default="jsonl", help="output format")
+
+
+def add_spans_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of ``kb spans``."""
+    p.add_argument("--sha", default=None, metavar="REV", help="indexed commit (default: newest indexed on HEAD's branch)")
+
+
+def add_show_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of ``kb show``."""
+    add_spans_arguments(p)
+    p.add_argument("--kind", action="append", default=None, help="only this artifact kind (repeatable)")
+    p.add_argument("--limit", type=int, default=10, help="how many units to print (default 10)")
+
+
+def _located(rec: ArtifactRecord) -> list[LocatedGrounding]:
+    return [LocatedGrounding(g.span_id, g.path, g.role, g.start_line, g.end_line) for g in rec.grounding]
+
+
+def records(session_args: argparse.Namespace) -> Iterator[tuple[str, dict[str, JSON]]]:
+    """(sha, export record) for every artifact of the selected snapshot, sorted by logical key."""
+    session = open_session(session_args, read_only=True)
+    sha = indexed_sha(session, session_args.sha)
+    with session.store.engine.connect() as conn:
+        rows = reads.snapshot_records(conn, sha, session_args.kind)
+    for rec in rows:
+        yield sha, export_record(
+            artifact_id=rec.artifact_id,
+            kind=rec.kind,
+            logical_key=rec.logical_key,
+            extractor_id=rec.extractor_id,
+            extractor_version=rec.extractor_version,
+            method=rec.method,
+            confidence=rec.confidence,
+            payload=rec.payload,
+            grounding=_located(rec),
+        )
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Write one JSON object per artifact to stdout."""
+    out = sys.stdout
+    for _, record in records(args):
+        out.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+    return 0
+
+
+def run_spans(args: argparse.Namespace) -> int:
+    """Write one JSON object per span occurrence to stdout."""
+    session = open_session(args, read_only=True)
+    sha = indexed_sha(session, args.sha)
+    with session.store.engine.connect() as conn:
+        rows = reads.span_occurrences(conn, sha)
+    out = sys.stdout
+    for r in rows:
+        record = {
+            "span_id": r.span_id,
+            "kind": r.kind,
+            "fq_symbol_path": r.fq_symbol_path,
+            "file": r.path,
+            "start_line": r.start_line,
+            "end_line": r.end_line,
+        }
+        out.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Print a handful of units for people: key, payload summary and ``file:lines@sha`` provenance."""
+    shown = 0
+    for sha, record in records(args):
+        if shown >= args.limit:
+            break
+        shown += 1
+        grounding = [
+            LocatedGrounding(g["span_id"], g["file"], g["role"], g["start_line"], g["end_line"])
+            for g in record["grounding"]
+        ]
+        print(f"{record['logical_key']}  [{record['kind']}, {record['method']}, confidence {record['confidence']}]")
+        payload = {k: v for k, v in record["payload"].items() if k not in ("importer", "imported")}
+        print(f"    {json.dumps(payload, sort_keys=True, ensure_ascii=False)}")
+        for line in provenance(grounding, sha[:12]):
+            print(f"    grounded on {line}")
+    if shown == 0:
+        print("no knowledge units in this snapshot")
+    return 0

@@ -1,0 +1,53 @@
+"""The persistent Dagster instance: its storage lives in the knowledge store's PostgreSQL.
+
+``DAGSTER_HOME`` holds one ``dagster.yaml`` whose storage URL comes from ``KB_DAGSTER_PG_URL``,
+set per repository before the instance is opened, so each repository's runs live in its own
+database (schema ``dagster``) while the UI, the CLI and the sensor share one configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kb_resources.settings import Settings
+from kb_resources.store.engine import Store
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+MARKER = "# written by knowbase"
+DAGSTER_YAML = f"""{MARKER}: Dagster instance storage in the repository's knowledge store.
+storage:
+  postgres:
+    postgres_url:
+      env: KB_DAGSTER_PG_URL
+telemetry:
+  enabled: false
+nux:
+  enabled: false
+"""
+
+
+def dagster_environment(settings: Settings, store: Store) -> dict[str, str]:
+    """Environment variables that point Dagster at this repository's store."""
+    return {"DAGSTER_HOME": str(settings.dagster_home), "KB_DAGSTER_PG_URL": store.dagster_storage_url()}
+
+
+def ensure_dagster_home(home: Path) -> None:
+    """Create ``DAGSTER_HOME`` with knowbase's ``dagster.yaml`` unless the user wrote their own."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists() or config.read_text().startswith(MARKER):
+        if not config.exists() or config.read_text() != DAGSTER_YAML:
+            config.write_text(DAGSTER_YAML)
+
+
+def open_instance(settings: Settings, store: Store) -> dg.DagsterInstance:
+    """The persistent instance for this repository (runs show up in ``kb ui``)."""
+    import dagster as dg
+
+    ensure_dagster_home(settings.dagster_home)
+    os.environ.update(dagster_environment(settings, store))
+    return dg.DagsterInstance.from_config(str(settings.dagster_home))

@@ -1,0 +1,72 @@
+"""``kb``: the command line. Parses arguments, dispatches, and maps every expected failure to one
+line on stderr and the contract's exit code (0 ok, 1 a check failed, 2 bad input, 3 store)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from kb_assets.core.errors import KbError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (exit 2), as the contract asks."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"kb: {message} (see `{self.prog} --help`)\n")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("repo", nargs="?", default=".", metavar="REPO", help="a path inside a git repository (default .)")
+    p.add_argument("--db-url", default=None, help="PostgreSQL URL of the store (default: KB_DB_URL, else embedded)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``kb`` argument parser."""
+    from kb_assets.cli import export, index, status, store_cmds, ui
+
+    parser = _Parser(prog="kb", description="knowbase: grounded, versioned knowledge of a git repository")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for unexpected errors")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    registrations: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Handler]] = [
+        ("index", "index a commit into the knowledge store", index.add_arguments, index.run),
+        ("export", "write a commit's snapshot as JSON lines", export.add_export_arguments, export.run_export),
+        ("spans", "write a commit's span occurrences as JSON lines", export.add_spans_arguments, export.run_spans),
+        ("show", "print a few knowledge units with their provenance", export.add_show_arguments, export.run_show),
+        ("status", "what is indexed, per branch", status.add_arguments, status.run),
+        ("migrate", "create or upgrade the store's schema", store_cmds.add_migrate_arguments, store_cmds.run_migrate),
+        ("ui", "start the Dagster UI for this repository (loopback)", ui.add_arguments, ui.run),
+    ]
+    for name, help_text, add, handler in registrations:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _common(p)
+        add(p)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kb`` console script."""
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except KbError as err:
+        print(f"kb: {err.message}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("kb: interrupted; the store is unchanged by the unfinished step", file=sys.stderr)
+        return 130
+    except Exception as err:
+        if args.debug:
+            raise
+        print(f"kb: internal error: {type(err).__name__}: {err} (rerun with --debug for details)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

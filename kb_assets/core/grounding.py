@@ -1,0 +1,69 @@
+"""Turning drafts into artifacts: the application half of the provenance invariant.
+
+Nothing becomes an ``Artifact`` unless every grounding edge names a span that really occurs at
+that path in the commit, and at least one such edge exists. The database enforces the same rule
+again at COMMIT (``artifact_grounded_check``) for anything that bypasses this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kb_assets.core.errors import GroundingError, IdentityConflictError
+from kb_assets.core.extractors.base import Draft
+from kb_assets.core.ids import artifact_id
+from kb_assets.core.models import Artifact, Grounding, Method
+from kb_assets.core.program import Program
+
+
+def known_occurrences(program: Program) -> frozenset[tuple[str, str]]:
+    """Every (path, span_id) pair of the commit, for validating grounding edges."""
+    return frozenset((f.path, s.span_id) for f in program.files.values() for s in f.spans)
+
+
+def check_grounding(draft: Draft, occurrences: frozenset[tuple[str, str]]) -> tuple[Grounding, ...]:
+    """The draft's grounding, de-duplicated and sorted; raises if empty or pointing nowhere."""
+    rows = tuple(sorted(set(draft.grounding)))
+    if not rows:
+        raise GroundingError(draft.logical_key)
+    for g in rows:
+        if (g.path, g.span_id) not in occurrences:
+            raise GroundingError(draft.logical_key, f"span {g.span_id[:12]} does not occur in {g.path}")
+    return rows
+
+
+def build_artifacts(
+    drafts: Iterable[Draft],
+    *,
+    extractor_id: str,
+    extractor_version: str,
+    program: Program,
+    method: Method = Method.DETERMINISTIC,
+) -> list[Artifact]:
+    """Give each draft its content-addressed id; sorted by (kind, logical_key) for determinism."""
+    occurrences = known_occurrences(program)
+    seen: dict[tuple[str, str], Artifact] = {}
+    for draft in drafts:
+        grounding = check_grounding(draft, occurrences)
+        art = Artifact(
+            artifact_id=artifact_id(
+                logical_key=draft.logical_key,
+                extractor_id=extractor_id,
+                extractor_version=extractor_version,
+                grounding=grounding,
+                payload=draft.payload,
+            ),
+            kind=draft.kind,
+            logical_key=draft.logical_key,
+            extractor_id=extractor_id,
+            extractor_version=extractor_version,
+            method=method,
+            confidence=draft.confidence,
+            payload=draft.payload,
+            grounding=grounding,
+        )
+        key = (draft.kind, draft.logical_key)
+        if key in seen and seen[key].artifact_id != art.artifact_id:
+            raise IdentityConflictError("logical key", f"{draft.kind} {draft.logical_key}")
+        seen[key] = art
+    return [seen[k] for k in sorted(seen)]

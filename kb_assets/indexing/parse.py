@@ -1,0 +1,114 @@
+"""Parse: the ``code_spans`` step. Only blobs never seen before are parsed; the rest is reused.
+
+Spans and facts are cached per blob id (and parser version), so a file that did not change, on
+any branch, is never parsed twice. The commit's span occurrences and parse gaps are then written
+in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from kb_assets.core.blobs import encode_facts
+from kb_assets.core.errors import IdentityConflictError
+from kb_assets.core.extractors.registry import parser_version
+from kb_assets.core.models import FileMode, Gap, ParsedBlob
+from kb_assets.core.modules import map_modules
+from kb_assets.core.spans import ParseLimits
+from kb_assets.indexing.parallel import analyze_blobs
+from kb_assets.indexing.progress import report
+from kb_resources.git.repo import GitRepo
+from kb_resources.store import reads, writes
+from kb_resources.store.reads import CommitFile
+
+READABLE = {FileMode.REGULAR.value, FileMode.EXECUTABLE.value}
+
+
+@dataclass(frozen=True, slots=True)
+class ParseStats:
+    """Counters of one parse step; ``parsed + reused == files``."""
+
+    files: int
+    parsed: int
+    reused: int
+    spans: int
+    gaps: int
+
+
+def ensure_parsed(
+    repo: GitRepo, engine: Engine, blob_ids: list[str], *, limits: ParseLimits, workers: int, force: bool = False
+) -> set[str]:
+    """Parse and cache every blob not cached yet (all of them when ``force``); returns those parsed."""
+    pv = parser_version()
+    with engine.connect() as conn:
+        cached = reads.parsed_blob_ids(conn, pv, blob_ids)
+    todo = blob_ids if force else [b for b in blob_ids if b not in cached]
+    if not todo:
+        return set()
+    total = len(todo)
+    report("parse", 0, total)
+    fresh = analyze_blobs(
+        [(b, repo.read_blob(b)) for b in todo],
+        limits,
+        workers=workers,
+        on_done=lambda done: report("parse", done, total),
+    )
+    if force:
+        _verify_against_cache(engine, pv, [p for p in fresh if p.blob_id in cached])
+    with engine.begin() as conn:
+        writes.insert_parsed_blobs(conn, pv, fresh, encode_facts)
+    return set(todo)
+
+
+def _verify_against_cache(engine: Engine, pv: str, fresh: list[ParsedBlob]) -> None:
+    """A forced re-parse must reproduce the cached spans exactly (determinism gate)."""
+    if not fresh:
+        return
+    with engine.connect() as conn:
+        old = reads.load_parsed_blobs(conn, pv, [p.blob_id for p in fresh])
+    for blob in fresh:
+        if tuple(s.span_id for s in old[blob.blob_id].spans) != tuple(s.span_id for s in blob.spans):
+            raise IdentityConflictError("parsed blob", blob.blob_id)
+
+
+def parse_commit(
+    repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits, workers: int, force: bool = False
+) -> ParseStats:
+    """Parse what is new in the commit and record its span occurrences and parse gaps."""
+    with engine.connect() as conn:
+        files = reads.commit_files(conn, sha)
+    readable = [f for f in files if f.mode in READABLE]
+    blob_ids = sorted({f.blob_id for f in readable})
+    parsed_now = ensure_parsed(repo, engine, blob_ids, limits=limits, workers=workers, force=force)
+    with engine.connect() as conn:
+        blobs = reads.load_parsed_blobs(conn, parser_version(), blob_ids)
+    occurrences = [
+        (f.path, i, s.span_id, s.start_line, s.end_line)
+        for f in readable
+        for i, s in enumerate(blobs[f.blob_id].spans)
+    ]
+    gaps = _parse_gaps(files, readable, blobs)
+    with engine.begin() as conn:
+        writes.replace_occurrences(conn, sha, occurrences)
+        writes.replace_gaps(conn, sha, "parse", gaps)
+    parsed = sum(1 for f in readable if f.blob_id in parsed_now)
+    return ParseStats(
+        files=len(readable), parsed=parsed, reused=len(readable) - parsed, spans=len(occurrences), gaps=len(gaps)
+    )
+
+
+def _parse_gaps(files: list[CommitFile], readable: list[CommitFile], blobs: dict[str, reads.CachedBlob]) -> list[Gap]:
+    """Gaps of the commit's files: unreadable entries, blob-level parse gaps, module naming."""
+    gaps: list[Gap] = []
+    for f in files:
+        if f.mode == FileMode.SYMLINK.value:
+            gaps.append(Gap(f.path, "symlink", "symbolic link; never followed", None, "parse"))
+        elif f.mode == FileMode.SUBMODULE.value:
+            gaps.append(Gap(f.path, "submodule", f"git submodule at {f.blob_id[:12]}; not indexed", None, "parse"))
+    for f in readable:
+        for g in blobs[f.blob_id].gaps:
+            gaps.append(Gap(f.path, g.reason, g.detail, g.line, "parse"))
+    gaps.extend(map_modules(f.path for f in readable).gaps)
+    return sorted(gaps, key=lambda g: (g.path, g.line or 0, g.reason, g.detail))

@@ -1,0 +1,45 @@
+"""Publish: make a commit's staged knowledge its snapshot, atomically.
+
+Readers either see the previous snapshot of the commit or this one, never a mix; a run that fails
+before this step leaves every snapshot exactly as it was.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_assets.core.models import Gap
+from kb_assets.core.summary import IndexStats
+from kb_resources.store import reads, writes
+
+
+def publish_commit(
+    engine: Engine, sha: str, *, mode: str, base_sha: str | None, files: int, parsed: int, reused: int
+) -> tuple[IndexStats, dict[str, int], list[Gap]]:
+    """Publish the staged artifacts of every registered extractor as the commit's snapshot."""
+    with engine.begin() as conn:
+        staged = sum(len(reads.staged_artifact_ids(conn, sha, ex.extractor_id)) for ex in EXTRACTORS)
+        spans = reads.occurrence_count(conn, sha)
+        gaps = reads.gaps(conn, sha)
+        stats = IndexStats(
+            sha=sha,
+            mode=mode,
+            base_sha=base_sha,
+            files=files,
+            parsed=parsed,
+            reused=reused,
+            spans=spans,
+            artifacts=staged,
+            gaps=len(gaps),
+        )
+        writes.publish_snapshot(
+            conn,
+            sha,
+            mode=mode,
+            base_sha=base_sha,
+            stats=stats.as_json(),
+            extractor_ids=[ex.extractor_id for ex in EXTRACTORS],
+        )
+        counts = reads.artifact_counts(conn, sha)
+    return stats, counts, gaps

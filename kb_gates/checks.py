@@ -1,0 +1,78 @@
+"""The gates as Dagster asset checks, generated per extractor asset plus the snapshot checks.
+
+Blocking checks sit on the extractor assets and ``code_spans``: when one fails, the snapshot of
+that commit is not published. Oracle checks compare with independent tools (grimp) on every
+commit of every repository.
+"""
+
+
+import dagster as dg
+
+from kb_assets.core.extractors.base import Extractor
+from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_assets.partitions import commits
+from kb_gates import gates
+from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, validation_errors
+from kb_resources.resources import KnowbaseResource
+
+
+def _result(passed: bool, evidence: list[str], **metadata: object) -> dg.AssetCheckResult:
+    meta: dict[str, object] = {"evidence": "\n".join(evidence[:20]) or "none", **metadata}
+    return dg.AssetCheckResult(passed=passed, metadata=meta)  # type: ignore[arg-type]
+
+
+def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
+    """Blocking invariant checks on one extractor's asset."""
+
+    @dg.asset_check(asset=extractor.asset_name, name="every_artifact_grounded", blocking=True, partitions_def=commits)
+    def grounded(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
+        """Every staged artifact has at least one grounding row pointing at a span occurrence of the commit."""
+        bad = gates.ungrounded(kb.engine(), context.partition_key, extractor.extractor_id)
+        return _result(not bad, bad, ungrounded=len(bad))
+
+    @dg.asset_check(asset=extractor.asset_name, name="ids_reproducible", blocking=True, partitions_def=commits)
+    def reproducible(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
+        """Recomputing the extractor from a fresh load of the commit yields the identical artifact ids."""
+        diff = gates.reproducibility_diff(
+            kb.git(), kb.engine(), context.partition_key, extractor, limits=kb.limits(), workers=kb.workers
+        )
+        return _result(diff.equal, diff.evidence(), matched=diff.matched)
+
+    @dg.asset_check(asset=extractor.asset_name, name="artifact_frame_valid", blocking=True, partitions_def=commits)
+    def frame(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
+        """The staged artifacts conform to the declared artifact frame (64-hex ids, >= 1 grounding row)."""
+        errors = validation_errors(
+            ARTIFACT_FRAME, gates.artifact_frame(kb.engine(), context.partition_key, extractor.extractor_id)
+        )
+        return _result(not errors, errors)
+
+    return [grounded, reproducible, frame]
+
+
+@dg.asset_check(asset="code_spans", name="span_frame_valid", blocking=True, partitions_def=commits)
+def span_frame_valid(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
+    """The commit's span occurrences conform to the declared span frame (64-hex ids, ordered lines >= 1)."""
+    errors = validation_errors(SPAN_FRAME, gates.span_frame(kb.engine(), context.partition_key))
+    return _result(not errors, errors)
+
+
+@dg.asset_check(asset="knowledge_snapshot", name="zero_orphans", partitions_def=commits)
+def zero_orphans(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
+    """No snapshot entry without grounding, no grounding row without an occurrence, no occurrence without a span."""
+    found = gates.orphans(kb.engine(), context.partition_key)
+    return _result(not found, [f"{k}: {v}" for k, v in sorted(found.items())])
+
+
+@dg.asset_check(asset="import_edges", name="matches_grimp", partitions_def=commits)
+def matches_grimp(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
+    """The internal import edges equal grimp's own graph of the same commit's packages."""
+    diff = gates.grimp_diff(kb.git(), kb.engine(), context.partition_key)
+    return _result(diff.equal, diff.evidence(), matched=diff.matched, missing=len(diff.missing), extra=len(diff.extra))
+
+
+def all_checks() -> list[dg.AssetChecksDefinition]:
+    """Every asset check of the Definitions."""
+    checks = [span_frame_valid, zero_orphans, matches_grimp]
+    for ex in EXTRACTORS:
+        checks.extend(extractor_checks(ex))
+    return checks

@@ -1,0 +1,102 @@
+"""The gates as plain functions over the store and git: each returns its evidence.
+
+Dagster checks (``kb_gates.checks``) and tests both call these, so what the UI shows and what the
+test suite proves are the same computation.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+from sqlalchemy import Engine
+
+from kb_assets.core.extractors.base import Extractor
+from kb_assets.core.extractors.imports import EXTRACTOR_ID as IMPORTS_ID
+from kb_assets.core.modules import map_modules
+from kb_assets.core.spans import ParseLimits
+from kb_assets.indexing.extract import run_extractor
+from kb_assets.indexing.load import forget_programs, load_program
+from kb_assets.indexing.parse import READABLE
+from kb_gates.grimp_oracle import grimp_graph
+from kb_gates.metrics import SetDiff, compare
+from kb_resources.git.repo import GitRepo
+from kb_resources.store import reads
+
+UNPARSED = frozenset({"binary", "not_utf8", "too_large", "syntax_error", "parse_timeout"})
+"""Parse gap reasons that leave a file without spans (exported empty for grimp)."""
+
+
+def ungrounded(engine: Engine, sha: str, extractor_id: str) -> list[str]:
+    """Staged artifacts of the commit with no grounding row that points at a real occurrence."""
+    with engine.connect() as conn:
+        return reads.ungrounded_staged(conn, sha, extractor_id)
+
+
+def reproducibility_diff(
+    repo: GitRepo, engine: Engine, sha: str, extractor: Extractor, *, limits: ParseLimits, workers: int
+) -> SetDiff[str]:
+    """Recompute the extractor from a fresh load of the commit and compare ids with what was staged."""
+    forget_programs()
+    program = load_program(repo, engine, sha, limits=limits, workers=workers)
+    again = run_extractor(extractor, program)
+    with engine.connect() as conn:
+        staged = reads.staged_artifact_ids(conn, sha, extractor.extractor_id)
+    return compare(staged, (a.artifact_id for a in again.artifacts))
+
+
+def span_frame(engine: Engine, sha: str) -> pl.DataFrame:
+    """The commit's span occurrences as a frame (validated against ``SPAN_FRAME``)."""
+    with engine.connect() as conn:
+        rows = reads.span_occurrences(conn, sha)
+    return pl.DataFrame(
+        {
+            "span_id": [r.span_id for r in rows],
+            "path": [r.path for r in rows],
+            "start_line": [r.start_line for r in rows],
+            "end_line": [r.end_line for r in rows],
+        },
+        schema={"span_id": pl.Utf8, "path": pl.Utf8, "start_line": pl.Int64, "end_line": pl.Int64},
+    )
+
+
+def artifact_frame(engine: Engine, sha: str, extractor_id: str) -> pl.DataFrame:
+    """The extractor's staged artifacts with their grounding-row counts (``ARTIFACT_FRAME``)."""
+    with engine.connect() as conn:
+        rows = reads.staged_grounding_counts(conn, sha, extractor_id)
+    return pl.DataFrame(
+        {
+            "artifact_id": [r[0] for r in rows],
+            "logical_key": [r[1] for r in rows],
+            "grounding_rows": [r[2] for r in rows],
+        },
+        schema={"artifact_id": pl.Utf8, "logical_key": pl.Utf8, "grounding_rows": pl.Int64},
+    )
+
+
+def orphans(engine: Engine, sha: str) -> dict[str, int]:
+    """Non-zero orphan counts of the published snapshot (empty when clean)."""
+    with engine.connect() as conn:
+        return {k: v for k, v in reads.orphans(conn, sha).items() if v}
+
+
+def grimp_diff(repo: GitRepo, engine: Engine, sha: str) -> SetDiff[tuple[str, str]]:
+    """Internal import edges knowbase staged vs grimp's graph of the same commit's packages."""
+    with engine.connect() as conn:
+        files = [f for f in reads.commit_files(conn, sha) if f.mode in READABLE]
+        parse_gaps = {g.path for g in reads.gaps(conn, sha) if g.source == "parse" and g.reason in UNPARSED}
+        records = reads.staged_payloads(conn, sha, IMPORTS_ID)
+    module_map = map_modules(f.path for f in files)
+    packages = sorted(m for m in module_map.packages if "." not in m)
+    graph = grimp_graph(
+        repo,
+        [(f.path, f.blob_id) for f in files],
+        roots=module_map.roots,
+        packages=packages,
+        blank=parse_gaps,
+    )
+    ours = {
+        (p["importer"], p["imported"])
+        for p in records
+        if p["importer"] in graph.modules and p["imported"] in graph.modules
+    }
+    theirs = {(a, b) for a, b in graph.edges if a != b}
+    return compare(theirs, ours)
