@@ -76,7 +76,7 @@ def test_grounding_points_at_the_import_statements(kb_env: KbEnv, oracle_repo: t
     import statement itself (checked against ``git show``, not against knowbase's own data)."""
     repo, sha = oracle_repo
     assert kb_env.kb("index", repo).code == 0
-    for record in kb_env.kb("export", repo).jsonl():
+    for record in kb_env.kb("export", repo, "--kind", "import_edge").jsonl():
         assert record["grounding"], record["logical_key"]
         for g in record["grounding"]:
             text = subprocess.run(

@@ -25,13 +25,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Index the commit, print the summary line and one line per gap."""
-    from kb_assets.cli.instance import open_instance
-    from kb_assets.definitions import INDEX_JOB, build_definitions
-
     session = open_session(args)
     sha = session.repo.resolve(args.sha)
     if args.parent is not None:
         _check_parent(session, args.parent)
+    from kb_assets.cli.instance import open_instance  # Dagster is imported only once input is valid
+    from kb_assets.definitions import INDEX_JOB, build_definitions
     instance = open_instance(session.settings, session.store)
     if not instance.has_dynamic_partition("commits", sha):
         instance.add_dynamic_partitions("commits", [sha])
