@@ -14,7 +14,12 @@ from kb_resources.settings import Settings, load_settings
 
 INDEX_JOB = "index_commit"
 
-DETERMINISTIC_ASSETS = ["commit_tree", "code_spans", *(a.key.path[-1] for a in extractor_assets), "knowledge_snapshot"]
+DETERMINISTIC_ASSETS = [
+    "commit_tree",
+    "code_spans",
+    *(a.key.path[-1] for a in extractor_assets),
+    "knowledge_snapshot",
+]
 
 
 def build_definitions(settings: Settings, repo: str | None = None) -> dg.Definitions:

@@ -55,7 +55,12 @@ def export_tree(repo: GitRepo, dest: Path, files: Iterable[tuple[str, str]], bla
 
 
 def grimp_graph(
-    repo: GitRepo, files: Iterable[tuple[str, str]], *, roots: Iterable[str], packages: Iterable[str], blank: set[str]
+    repo: GitRepo,
+    files: Iterable[tuple[str, str]],
+    *,
+    roots: Iterable[str],
+    packages: Iterable[str],
+    blank: set[str],
 ) -> GrimpGraph:
     """Build grimp's graph of ``packages`` from the commit's files (run in a subprocess)."""
     packages = sorted(packages)
@@ -70,11 +75,13 @@ def grimp_graph(
             "export": str(export),
         }
         proc = subprocess.run(
-            [sys.executable, "-c", _SCRIPT], input=json.dumps(args), capture_output=True, text=True, check=False
+            [sys.executable, "-c", _SCRIPT],
+            input=json.dumps(args),
+            capture_output=True,
+            text=True,
+            check=False,
         )
     if proc.returncode != 0:
         raise RuntimeError(f"grimp failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
     data = json.loads(proc.stdout)
-    return GrimpGraph(
-        modules=frozenset(data["modules"]), edges=frozenset((a, b) for a, b in data["edges"])
-    )
+    return GrimpGraph(modules=frozenset(data["modules"]), edges=frozenset((a, b) for a, b in data["edges"]))

@@ -17,7 +17,6 @@ from kb_resources.git.repo import GitRepo
 from kb_resources.settings import Settings
 from kb_resources.store.engine import Store, open_store
 
-
 _opened_stores: list[Store] = []
 
 
@@ -33,7 +32,7 @@ def _repo(path: str) -> GitRepo:
     return GitRepo.open(path)
 
 
-class KnowbaseResource(dg.ConfigurableResource):  # type: ignore[misc]
+class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
     """The git repository being indexed and the PostgreSQL knowledge store it is indexed into."""
 
     repo: str

@@ -53,7 +53,11 @@ def test_tier1_import_oracle_edges(kb_env: KbEnv, oracle_repo: tuple[Path, str])
     }
     expected = {(a, b): (mapping, lines, external) for a, b, mapping, lines, external in _expected()["edges"]}
     assert actual == expected
-    tc_only = {(r["payload"]["importer"], r["payload"]["imported"]) for r in records if r["payload"]["type_checking_only"]}
+    tc_only = {
+        (r["payload"]["importer"], r["payload"]["imported"])
+        for r in records
+        if r["payload"]["type_checking_only"]
+    }
     assert tc_only == {tuple(e) for e in _expected()["type_checking_only"]}
 
 
@@ -80,7 +84,10 @@ def test_grounding_points_at_the_import_statements(kb_env: KbEnv, oracle_repo: t
         assert record["grounding"], record["logical_key"]
         for g in record["grounding"]:
             text = subprocess.run(
-                ["git", "-C", str(repo), "show", f"{sha}:{g['file']}"], capture_output=True, text=True, check=True
+                ["git", "-C", str(repo), "show", f"{sha}:{g['file']}"],
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout.splitlines()
             assert 1 <= g["start_line"] <= g["end_line"] <= len(text)
             statement = "\n".join(text[g["start_line"] - 1 : g["end_line"]]).strip()

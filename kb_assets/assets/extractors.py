@@ -4,7 +4,6 @@ Each asset's ``code_version`` is its extractor's version and its data version is
 the artifact ids it produced, so the lineage graph shows exactly what an upgrade made stale.
 """
 
-
 from collections import Counter
 
 import dagster as dg
@@ -30,8 +29,10 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         kinds={"python"},
         metadata={"extractor_id": extractor.extractor_id, "artifact_kind": extractor.kind},
     )
-    def _asset(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult:
-        program = load_program(kb.git(), kb.engine(), context.partition_key, limits=kb.limits(), workers=kb.workers)
+    def _asset(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult[None]:
+        program = load_program(
+            kb.git(), kb.engine(), context.partition_key, limits=kb.limits(), workers=kb.workers
+        )
         result = extract_commit(kb.engine(), program, extractor)
         gap_reasons = Counter(g.reason for g in result.gaps)
         return dg.MaterializeResult(

@@ -1,6 +1,5 @@
 """``commit_tree``: the commit's Python files, their modules and the indexed base it builds on."""
 
-
 import hashlib
 
 import dagster as dg
@@ -10,7 +9,7 @@ from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
 
 
-class IndexConfig(dg.Config):  # type: ignore[misc]
+class IndexConfig(dg.Config):
     """How to index a commit: against an explicit base (``parent``) or from scratch (``full``)."""
 
     parent: str = ""
@@ -18,9 +17,13 @@ class IndexConfig(dg.Config):  # type: ignore[misc]
 
 
 @dg.asset(partitions_def=commits, group_name="ingest", code_version="1", kinds={"git"})
-def commit_tree(context: dg.AssetExecutionContext, config: IndexConfig, kb: KnowbaseResource) -> dg.MaterializeResult:
+def commit_tree(
+    context: dg.AssetExecutionContext, config: IndexConfig, kb: KnowbaseResource
+) -> dg.MaterializeResult[None]:
     """The commit's Python files, their module names, and the indexed ancestor it reuses."""
-    tree = ingest_commit(kb.git(), kb.engine(), context.partition_key, parent=config.parent or None, full=config.full)
+    tree = ingest_commit(
+        kb.git(), kb.engine(), context.partition_key, parent=config.parent or None, full=config.full
+    )
     digest = hashlib.sha256("".join(f"{f.path}\0{f.blob_id}\0" for f in tree.files).encode()).hexdigest()
     return dg.MaterializeResult(
         metadata={

@@ -1,6 +1,5 @@
 """``knowledge_snapshot``: the commit's published manifest, visible atomically."""
 
-
 from typing import Any
 
 import dagster as dg
@@ -31,7 +30,7 @@ def latest_metadata(context: dg.AssetExecutionContext, asset: str) -> dict[str, 
     code_version="1",
     kinds={"postgres"},
 )
-def knowledge_snapshot(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult:
+def knowledge_snapshot(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult[None]:
     """The published knowledge of the commit: every extractor's artifacts, made visible in one transaction."""
     tree = latest_metadata(context, "commit_tree")
     spans = latest_metadata(context, "code_spans")
@@ -51,9 +50,15 @@ def knowledge_snapshot(context: dg.AssetExecutionContext, kb: KnowbaseResource) 
         metadata={
             "summary": dg.MetadataValue.md(markdown_summary(stats, counts, gaps)),
             "summary_line": summary_line(stats),
-            **stats.as_json(),
+            "mode": stats.mode,
             "base_sha": stats.base_sha or "",
-            "counts": counts,
+            "files": stats.files,
+            "parsed": stats.parsed,
+            "reused": stats.reused,
+            "spans": stats.spans,
+            "artifacts": stats.artifacts,
+            "gaps": stats.gaps,
+            "counts": dict(counts),
         },
         data_version=dg.DataVersion(digest),
     )

@@ -1,6 +1,5 @@
 """``code_spans``: every definition, import and assignment of the commit, parsed once per blob."""
 
-
 import hashlib
 
 import dagster as dg
@@ -21,7 +20,9 @@ from kb_resources.store import reads
     code_version=f"{LANG}-n{NORMALIZATION_VERSION}",
     kinds={"python", "postgres"},
 )
-def code_spans(context: dg.AssetExecutionContext, config: IndexConfig, kb: KnowbaseResource) -> dg.MaterializeResult:
+def code_spans(
+    context: dg.AssetExecutionContext, config: IndexConfig, kb: KnowbaseResource
+) -> dg.MaterializeResult[None]:
     """Spans (modules, classes, functions, imports, assignments) of the commit; new blobs only are parsed."""
     engine = kb.engine()
     stats = parse_commit(

@@ -17,9 +17,13 @@ from kb_resources.store import reads
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``kb index``."""
-    p.add_argument("--sha", default="HEAD", metavar="REV", help="commit to index (any commit-ish; default HEAD)")
+    p.add_argument(
+        "--sha", default="HEAD", metavar="REV", help="commit to index (any commit-ish; default HEAD)"
+    )
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--parent", default=None, metavar="REV", help="indexed commit to reuse (default: auto)")
+    group.add_argument(
+        "--parent", default=None, metavar="REV", help="indexed commit to reuse (default: auto)"
+    )
     group.add_argument("--full", action="store_true", help="re-parse everything; reuse nothing")
 
 
@@ -31,13 +35,17 @@ def run(args: argparse.Namespace) -> int:
         _check_parent(session, args.parent)
     from kb_assets.cli.instance import open_instance  # Dagster is imported only once input is valid
     from kb_assets.definitions import INDEX_JOB, build_definitions
+
     instance = open_instance(session.settings, session.store)
     if not instance.has_dynamic_partition("commits", sha):
         instance.add_dynamic_partitions("commits", [sha])
     settings = session.settings.with_db_url(session.store.real_url)
     defs = build_definitions(settings, repo=str(session.repo.root))
     run_config = {
-        "ops": {op: {"config": {"parent": args.parent or "", "full": args.full}} for op in ("commit_tree", "code_spans")},
+        "ops": {
+            op: {"config": {"parent": args.parent or "", "full": args.full}}
+            for op in ("commit_tree", "code_spans")
+        },
         "loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
     }
     logging.getLogger("dagster").setLevel(logging.ERROR)
@@ -45,7 +53,11 @@ def run(args: argparse.Namespace) -> int:
     set_reporter(progress)
     try:
         result = defs.resolve_job_def(INDEX_JOB).execute_in_process(
-            partition_key=sha, instance=instance, run_config=run_config, raise_on_error=True, tags={"kb/source": "cli"}
+            partition_key=sha,
+            instance=instance,
+            run_config=run_config,
+            raise_on_error=True,
+            tags={"kb/source": "cli"},
         )
     except KbError:
         raise
@@ -72,7 +84,9 @@ def _check_parent(session: Any, parent: str) -> None:
     base = session.repo.resolve(parent)
     with session.store.engine.connect() as conn:
         if base not in reads.published_commits(conn):
-            raise BadInputError(f"--parent {parent} ({base[:12]}) is not indexed; index it first or drop --parent")
+            raise BadInputError(
+                f"--parent {parent} ({base[:12]}) is not indexed; index it first or drop --parent"
+            )
 
 
 def _unwrap(err: BaseException) -> BaseException:

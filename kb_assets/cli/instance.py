@@ -39,9 +39,9 @@ def ensure_dagster_home(home: Path) -> None:
     """Create ``DAGSTER_HOME`` with knowbase's ``dagster.yaml`` unless the user wrote their own."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists() or config.read_text().startswith(MARKER):
-        if not config.exists() or config.read_text() != DAGSTER_YAML:
-            config.write_text(DAGSTER_YAML)
+    current = config.read_text() if config.exists() else None
+    if current is None or (current.startswith(MARKER) and current != DAGSTER_YAML):
+        config.write_text(DAGSTER_YAML)
 
 
 def open_instance(settings: Settings, store: Store) -> dg.DagsterInstance:

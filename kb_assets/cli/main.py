@@ -21,8 +21,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("repo", nargs="?", default=".", metavar="REPO", help="a path inside a git repository (default .)")
-    p.add_argument("--db-url", default=None, help="PostgreSQL URL of the store (default: KB_DB_URL, else embedded)")
+    p.add_argument(
+        "repo", nargs="?", default=".", metavar="REPO", help="a path inside a git repository (default .)"
+    )
+    p.add_argument(
+        "--db-url", default=None, help="PostgreSQL URL of the store (default: KB_DB_URL, else embedded)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,10 +39,25 @@ def build_parser() -> argparse.ArgumentParser:
     registrations: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Handler]] = [
         ("index", "index a commit into the knowledge store", index.add_arguments, index.run),
         ("export", "write a commit's snapshot as JSON lines", export.add_export_arguments, export.run_export),
-        ("spans", "write a commit's span occurrences as JSON lines", export.add_spans_arguments, export.run_spans),
-        ("show", "print a few knowledge units with their provenance", export.add_show_arguments, export.run_show),
+        (
+            "spans",
+            "write a commit's span occurrences as JSON lines",
+            export.add_spans_arguments,
+            export.run_spans,
+        ),
+        (
+            "show",
+            "print a few knowledge units with their provenance",
+            export.add_show_arguments,
+            export.run_show,
+        ),
         ("status", "what is indexed, per branch", status.add_arguments, status.run),
-        ("migrate", "create or upgrade the store's schema", store_cmds.add_migrate_arguments, store_cmds.run_migrate),
+        (
+            "migrate",
+            "create or upgrade the store's schema",
+            store_cmds.add_migrate_arguments,
+            store_cmds.run_migrate,
+        ),
         ("ui", "start the Dagster UI for this repository (loopback)", ui.add_arguments, ui.run),
     ]
     for name, help_text, add, handler in registrations:
@@ -64,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         if args.debug:
             raise
-        print(f"kb: internal error: {type(err).__name__}: {err} (rerun with --debug for details)", file=sys.stderr)
+        print(
+            f"kb: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
+            file=sys.stderr,
+        )
         return 1
 
 

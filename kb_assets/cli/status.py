@@ -66,9 +66,14 @@ def run(args: argparse.Namespace) -> int:
         mark = "*" if name == status["current_branch"] else " "
         indexed = b["indexed"][:12] if b["indexed"] else "nothing indexed"
         watched = ", watched" if b["watched"] else ""
-        print(f"{mark} {name}: tip {b['tip'][:12]}, newest indexed {indexed}, {b['ahead']} commits ahead{watched}")
+        print(
+            f"{mark} {name}: tip {b['tip'][:12]}, newest indexed {indexed}, "
+            f"{b['ahead']} commits ahead{watched}"
+        )
     if status["head_indexed"]:
-        print(f"HEAD knowledge at {status['head_indexed'][:12]} ({status['head_ahead']} commits behind HEAD):")
+        print(
+            f"HEAD knowledge at {status['head_indexed'][:12]} ({status['head_ahead']} commits behind HEAD):"
+        )
         for kind, n in status["counts"].items():
             print(f"  {kind}: {n}")
     return 0

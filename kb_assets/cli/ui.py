@@ -20,7 +20,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def ui_command(host: str, port: int) -> list[str]:
     """The ``dagster dev`` command line for knowbase's code location."""
-    return [sys.executable, "-m", "dagster", "dev", "-m", "kb_assets.definitions", "-h", host, "-p", str(port)]
+    return [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-m",
+        "kb_assets.definitions",
+        "-h",
+        host,
+        "-p",
+        str(port),
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
         "KB_REPO": str(session.repo.root),
         "KB_DB_URL": session.store.real_url,
     }
-    print(f"Dagster UI for {session.repo.root} on http://{args.host}:{args.port} (Ctrl-C stops it)", file=sys.stderr)
+    print(
+        f"Dagster UI for {session.repo.root} on http://{args.host}:{args.port} (Ctrl-C stops it)",
+        file=sys.stderr,
+    )
     proc = subprocess.Popen(ui_command(args.host, args.port), env=env, start_new_session=True)
     try:
         return proc.wait()

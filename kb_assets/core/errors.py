@@ -39,7 +39,8 @@ class UnknownRevisionError(BadInputError):
 
     def __init__(self, revision: str, repo: str) -> None:
         super().__init__(
-            f"unknown revision {revision!r} in {repo}; give a commit-ish such as HEAD, a branch, a tag or a SHA"
+            f"unknown revision {revision!r} in {repo}; "
+            "give a commit-ish such as HEAD, a branch, a tag or a SHA"
         )
         self.revision = revision
         self.repo = repo
@@ -82,7 +83,9 @@ class SchemaMismatchError(KbError):
             hint = "it was migrated by a newer knowbase; upgrade knowbase"
         else:
             hint = "run `kb migrate` to bring it to head"
-        super().__init__(f"the store's schema is at {found or 'nothing'}, this program needs {expected}: {hint}")
+        super().__init__(
+            f"the store's schema is at {found or 'nothing'}, this program needs {expected}: {hint}"
+        )
         self.found = found
         self.expected = expected
         self.newer = newer

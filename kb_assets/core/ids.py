@@ -82,8 +82,8 @@ def artifact_id(
     if not span_ids:
         raise GroundingError(logical_key)
     h = hashlib.sha256()
-    head = (ARTIFACT_ID_VERSION, extractor_id, extractor_version, logical_key, prompt_version or "", model_id or "")
-    for part in head:
+    head = (ARTIFACT_ID_VERSION, extractor_id, extractor_version, logical_key)
+    for part in (*head, prompt_version or "", model_id or ""):
         h.update(part.encode("utf-8"))
         h.update(_SEP)
     for sid in span_ids:

@@ -12,7 +12,9 @@ from kb_assets.core.extractors.registry import extractor_for_kind
 from kb_assets.core.models import JSON
 
 
-def render_payload(kind: str, payload: Mapping[str, JSON], grounding: Sequence[LocatedGrounding]) -> dict[str, JSON]:
+def render_payload(
+    kind: str, payload: Mapping[str, JSON], grounding: Sequence[LocatedGrounding]
+) -> dict[str, JSON]:
     """The payload with its location-derived fields filled in for this commit."""
     ex = extractor_for_kind(kind)
     return ex.render(payload, grounding) if ex is not None else dict(payload)
@@ -41,7 +43,13 @@ def export_record(
         "confidence": confidence,
         "payload": render_payload(kind, payload, ordered),
         "grounding": [
-            {"span_id": g.span_id, "file": g.path, "start_line": g.start_line, "end_line": g.end_line, "role": g.role}
+            {
+                "span_id": g.span_id,
+                "file": g.path,
+                "start_line": g.start_line,
+                "end_line": g.end_line,
+                "role": g.role,
+            }
             for g in ordered
         ],
     }

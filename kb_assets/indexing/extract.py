@@ -44,7 +44,10 @@ def run_extractor(extractor: Extractor, program: Program) -> ExtractResult:
     """Resolve and identify, without touching the store (also used by the reproducibility gate)."""
     extraction = extractor.resolve(program)
     artifacts = build_artifacts(
-        extraction.drafts, extractor_id=extractor.extractor_id, extractor_version=extractor.version, program=program
+        extraction.drafts,
+        extractor_id=extractor.extractor_id,
+        extractor_version=extractor.version,
+        program=program,
     )
     return ExtractResult(artifacts=tuple(artifacts), gaps=extraction.gaps)
 
@@ -54,6 +57,8 @@ def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> Ex
     result = run_extractor(extractor, program)
     with engine.begin() as conn:
         writes.insert_artifacts(conn, result.artifacts)
-        writes.replace_staged(conn, program.sha, extractor.extractor_id, [a.artifact_id for a in result.artifacts])
+        writes.replace_staged(
+            conn, program.sha, extractor.extractor_id, [a.artifact_id for a in result.artifacts]
+        )
         writes.replace_gaps(conn, program.sha, extractor.extractor_id, result.gaps)
     return result

@@ -41,7 +41,9 @@ def choose_base(repo: GitRepo, engine: Engine, sha: str, *, parent: str | None, 
     if parent is not None:
         base = repo.resolve(parent)
         if base not in published:
-            raise BadInputError(f"--parent {parent} ({base[:12]}) is not indexed; index it first or drop --parent")
+            raise BadInputError(
+                f"--parent {parent} ({base[:12]}) is not indexed; index it first or drop --parent"
+            )
         return base
     for ancestor in repo.first_parent_chain(sha, limit=10_000)[1:]:
         if ancestor in published:
@@ -57,7 +59,14 @@ def ingest_commit(repo: GitRepo, engine: Engine, sha: str, *, parent: str | None
     base = choose_base(repo, engine, sha, parent=parent, full=full)
     changed = len(repo.changed_paths(base, sha)) if base is not None else len(files)
     rows = [
-        (f.path, f.blob_id, f.mode.value, f.size, module_map.modules.get(f.path), f.path.endswith("__init__.py"))
+        (
+            f.path,
+            f.blob_id,
+            f.mode.value,
+            f.size,
+            module_map.modules.get(f.path),
+            f.path.endswith("__init__.py"),
+        )
         for f in files
     ]
     with engine.begin() as conn:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 from kb_assets.core.blobs import analyze_blob
-from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS
 from kb_assets.core.models import ParsedBlob
 from kb_assets.core.spans import ParseLimits
 
@@ -23,7 +23,7 @@ BATCH_BYTES = 1_000_000
 
 
 def _analyze_batch(batch: list[tuple[str, bytes]], limits: ParseLimits) -> list[ParsedBlob]:
-    return [analyze_blob(blob_id, data, EXTRACTORS, limits) for blob_id, data in batch]
+    return [analyze_blob(blob_id, data, EXTRACTORS, limits, COLLECTORS) for blob_id, data in batch]
 
 
 def _batches(blobs: Iterable[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
@@ -62,7 +62,7 @@ def analyze_blobs(
     results: list[ParsedBlob] = []
     if n == 1 or total_bytes < PARALLEL_MIN_BYTES:
         for blob_id, data in blobs:
-            results.append(analyze_blob(blob_id, data, EXTRACTORS, limits))
+            results.append(analyze_blob(blob_id, data, EXTRACTORS, limits, COLLECTORS))
             if on_done is not None:
                 on_done(len(results))
         return results

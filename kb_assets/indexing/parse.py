@@ -38,7 +38,13 @@ class ParseStats:
 
 
 def ensure_parsed(
-    repo: GitRepo, engine: Engine, blob_ids: list[str], *, limits: ParseLimits, workers: int, force: bool = False
+    repo: GitRepo,
+    engine: Engine,
+    blob_ids: list[str],
+    *,
+    limits: ParseLimits,
+    workers: int,
+    force: bool = False,
 ) -> set[str]:
     """Parse and cache every blob not cached yet (all of them when ``force``); returns those parsed."""
     pv = parser_version()
@@ -95,18 +101,26 @@ def parse_commit(
         writes.replace_gaps(conn, sha, "parse", gaps)
     parsed = sum(1 for f in readable if f.blob_id in parsed_now)
     return ParseStats(
-        files=len(readable), parsed=parsed, reused=len(readable) - parsed, spans=len(occurrences), gaps=len(gaps)
+        files=len(readable),
+        parsed=parsed,
+        reused=len(readable) - parsed,
+        spans=len(occurrences),
+        gaps=len(gaps),
     )
 
 
-def _parse_gaps(files: list[CommitFile], readable: list[CommitFile], blobs: dict[str, reads.CachedBlob]) -> list[Gap]:
+def _parse_gaps(
+    files: list[CommitFile], readable: list[CommitFile], blobs: dict[str, reads.CachedBlob]
+) -> list[Gap]:
     """Gaps of the commit's files: unreadable entries, blob-level parse gaps, module naming."""
     gaps: list[Gap] = []
     for f in files:
         if f.mode == FileMode.SYMLINK.value:
             gaps.append(Gap(f.path, "symlink", "symbolic link; never followed", None, "parse"))
         elif f.mode == FileMode.SUBMODULE.value:
-            gaps.append(Gap(f.path, "submodule", f"git submodule at {f.blob_id[:12]}; not indexed", None, "parse"))
+            gaps.append(
+                Gap(f.path, "submodule", f"git submodule at {f.blob_id[:12]}; not indexed", None, "parse")
+            )
     for f in readable:
         for g in blobs[f.blob_id].gaps:
             gaps.append(Gap(f.path, g.reason, g.detail, g.line, "parse"))

@@ -90,7 +90,9 @@ class ImportsExtractor:
         gaps: list[Gap] = []
         for source, facts in program.facts(EXTRACTOR_ID):
             gaps.extend(self._file_edges(source, facts, program, edges))
-        drafts = tuple(_draft(importer, imported, edge) for (importer, imported), edge in sorted(edges.items()))
+        drafts = tuple(
+            _draft(importer, imported, edge) for (importer, imported), edge in sorted(edges.items())
+        )
         return Extraction(drafts=drafts, gaps=tuple(gaps))
 
     def _file_edges(
@@ -107,7 +109,9 @@ class ImportsExtractor:
                 name = absolute_name(importer, source.is_package, obj)
                 target = resolve_object(name, relative=relative, program=program) if name else None
                 if target is None or target.unresolved:
-                    gaps.append(Gap(source.path, "unresolved_import", f"cannot resolve {obj!r}", line, EXTRACTOR_ID))
+                    gaps.append(
+                        Gap(source.path, "unresolved_import", f"cannot resolve {obj!r}", line, EXTRACTOR_ID)
+                    )
                 if target is None or target.unresolved or target.module == importer:
                     continue
                 edge = edges.setdefault((importer, target.module), _Edge())

@@ -1,0 +1,89 @@
+"""``kb ui`` serves the Dagster UI for the repository on loopback, with knowbase's asset graph."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.gitfixtures import commit_tree, init_repo
+from tests.kbfixtures import KbEnv
+
+QUERY = "{ assetNodes { assetKey { path } assetChecksOrError { ... on AssetChecks { checks { name } } } } }"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _graphql(port: int, query: str) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        data: dict[str, Any] = json.loads(response.read())
+    return data
+
+
+@pytest.mark.slow
+def test_kb_ui_serves_the_asset_graph_on_loopback(kb_env: KbEnv, tmp_path: Path) -> None:
+    """`kb ui` starts dagster dev bound to 127.0.0.1; its GraphQL lists every deterministic asset
+    and the gate checks; stopping it leaves no process behind."""
+    repo = init_repo(tmp_path / "r")
+    commit_tree(repo, {"a.py": "import os\n"}, "first")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kb_assets.cli.main", "ui", str(repo), "--port", str(port)],
+        env={**os.environ, **kb_env.environ},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        answer: dict[str, Any] = {}
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                answer = _graphql(port, QUERY).get("data") or {}
+                if answer:
+                    break
+            except OSError:
+                pass
+            time.sleep(1)
+        assert answer, f"UI did not answer (exit {proc.poll()})"
+        nodes = answer["assetNodes"]
+        keys = {"/".join(n["assetKey"]["path"]) for n in nodes}
+        assert {"commit_tree", "code_spans", "import_edges", "knowledge_snapshot"} <= keys
+        checks = {c["name"] for n in nodes for c in n["assetChecksOrError"].get("checks", [])}
+        assert {"every_artifact_grounded", "ids_reproducible", "matches_grimp", "zero_orphans"} <= checks
+        other = _non_loopback_address()
+        if other is not None:
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection((other, port), timeout=2).close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def _non_loopback_address() -> str | None:
+    """An address of this host other than loopback (the UI must not answer there), if it has one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+            address = str(s.getsockname()[0])
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
