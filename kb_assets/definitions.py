@@ -8,32 +8,23 @@ from kb_assets.assets.extractors import extractor_assets
 from kb_assets.assets.ingest import commit_tree
 from kb_assets.assets.snapshot import knowledge_snapshot
 from kb_assets.assets.spans import code_spans
+from kb_assets.jobs import DETERMINISTIC_ASSETS, INDEX_JOB, index_job
+from kb_assets.sensors import branch_sensor
 from kb_gates.checks import all_checks
 from kb_resources.resources import KnowbaseResource
 from kb_resources.settings import Settings, load_settings
 
-INDEX_JOB = "index_commit"
-
-DETERMINISTIC_ASSETS = [
-    "commit_tree",
-    "code_spans",
-    *(a.key.path[-1] for a in extractor_assets),
-    "knowledge_snapshot",
-]
+__all__ = ["DETERMINISTIC_ASSETS", "INDEX_JOB", "build_definitions", "defs"]
 
 
 def build_definitions(settings: Settings, repo: str | None = None) -> dg.Definitions:
-    """Assets, checks, resources and jobs for indexing ``repo`` (default: ``KB_REPO`` or the cwd)."""
-    index_job = dg.define_asset_job(
-        INDEX_JOB,
-        selection=dg.AssetSelection.assets(*DETERMINISTIC_ASSETS),
-        description="Index one commit: ingest, parse, every deterministic extractor, publish.",
-        executor_def=dg.in_process_executor,
-    )
+    """Assets, checks, resources, the index job and the branch sensor for ``repo``
+    (default: ``KB_REPO`` or the current directory)."""
     return dg.Definitions(
         assets=[commit_tree, code_spans, *extractor_assets, knowledge_snapshot],
         asset_checks=all_checks(),
-        jobs=[index_job],
+        jobs=[index_job()],
+        sensors=[branch_sensor],
         resources={"kb": KnowbaseResource.from_settings(settings, repo or settings.repo or ".")},
     )
 

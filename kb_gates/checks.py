@@ -5,7 +5,6 @@ that commit is not published. Oracle checks compare with independent tools (grim
 commit of every repository.
 """
 
-
 import dagster as dg
 
 from kb_assets.core.extractors.base import Extractor
@@ -24,13 +23,18 @@ def _result(passed: bool, evidence: list[str], **metadata: object) -> dg.AssetCh
 def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
     """Blocking invariant checks on one extractor's asset."""
 
-    @dg.asset_check(asset=extractor.asset_name, name="every_artifact_grounded", blocking=True, partitions_def=commits)
+    @dg.asset_check(
+        asset=extractor.asset_name, name="every_artifact_grounded", blocking=True, partitions_def=commits
+    )
     def grounded(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
-        """Every staged artifact has at least one grounding row pointing at a span occurrence of the commit."""
+        """Every staged artifact has at least one grounding row pointing at a span occurrence of the
+        commit."""
         bad = gates.ungrounded(kb.engine(), context.partition_key, extractor.extractor_id)
         return _result(not bad, bad, ungrounded=len(bad))
 
-    @dg.asset_check(asset=extractor.asset_name, name="ids_reproducible", blocking=True, partitions_def=commits)
+    @dg.asset_check(
+        asset=extractor.asset_name, name="ids_reproducible", blocking=True, partitions_def=commits
+    )
     def reproducible(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
         """Recomputing the extractor from a fresh load of the commit yields the identical artifact ids."""
         diff = gates.reproducibility_diff(
@@ -38,7 +42,9 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
         )
         return _result(diff.equal, diff.evidence(), matched=diff.matched)
 
-    @dg.asset_check(asset=extractor.asset_name, name="artifact_frame_valid", blocking=True, partitions_def=commits)
+    @dg.asset_check(
+        asset=extractor.asset_name, name="artifact_frame_valid", blocking=True, partitions_def=commits
+    )
     def frame(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
         """The staged artifacts conform to the declared artifact frame (64-hex ids, >= 1 grounding row)."""
         errors = validation_errors(
@@ -58,7 +64,8 @@ def span_frame_valid(context: dg.AssetCheckExecutionContext, kb: KnowbaseResourc
 
 @dg.asset_check(asset="knowledge_snapshot", name="zero_orphans", partitions_def=commits)
 def zero_orphans(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
-    """No snapshot entry without grounding, no grounding row without an occurrence, no occurrence without a span."""
+    """No snapshot entry without grounding, no grounding row without an occurrence, no occurrence
+    without a span."""
     found = gates.orphans(kb.engine(), context.partition_key)
     return _result(not found, [f"{k}: {v}" for k, v in sorted(found.items())])
 
@@ -67,12 +74,23 @@ def zero_orphans(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -
 def matches_grimp(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
     """The internal import edges equal grimp's own graph of the same commit's packages."""
     diff = gates.grimp_diff(kb.git(), kb.engine(), context.partition_key)
-    return _result(diff.equal, diff.evidence(), matched=diff.matched, missing=len(diff.missing), extra=len(diff.extra))
+    return _result(
+        diff.equal, diff.evidence(), matched=diff.matched, missing=len(diff.missing), extra=len(diff.extra)
+    )
+
+
+@dg.asset_check(asset="public_api", name="matches_griffe", partitions_def=commits)
+def matches_griffe(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
+    """The packages' exposed names and their targets equal griffe's static view of the same commit."""
+    diff = gates.public_api_diff(kb.git(), kb.engine(), context.partition_key)
+    return _result(
+        diff.equal, diff.evidence(), matched=diff.matched, missing=len(diff.missing), extra=len(diff.extra)
+    )
 
 
 def all_checks() -> list[dg.AssetChecksDefinition]:
     """Every asset check of the Definitions."""
-    checks = [span_frame_valid, zero_orphans, matches_grimp]
+    checks = [span_frame_valid, zero_orphans, matches_grimp, matches_griffe]
     for ex in EXTRACTORS:
         checks.extend(extractor_checks(ex))
     return checks

@@ -11,11 +11,15 @@ from sqlalchemy import Engine
 
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.imports import EXTRACTOR_ID as IMPORTS_ID
-from kb_assets.core.modules import map_modules
+from kb_assets.core.extractors.public_api import EXTRACTOR_ID as PUBLIC_API_ID
+from kb_assets.core.extractors.registry import parser_version
+from kb_assets.core.models import JSON
+from kb_assets.core.modules import ModuleMap, map_modules
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.extract import run_extractor
-from kb_assets.indexing.load import forget_programs, load_program
+from kb_assets.indexing.load import load_program
 from kb_assets.indexing.parse import READABLE
+from kb_gates.griffe_oracle import Entry, griffe_surface
 from kb_gates.grimp_oracle import grimp_graph
 from kb_gates.metrics import SetDiff, compare
 from kb_resources.git.repo import GitRepo
@@ -28,14 +32,17 @@ UNPARSED = frozenset({"binary", "not_utf8", "too_large", "syntax_error", "parse_
 def ungrounded(engine: Engine, sha: str, extractor_id: str) -> list[str]:
     """Staged artifacts of the commit with no grounding row that points at a real occurrence."""
     with engine.connect() as conn:
-        return reads.ungrounded_staged(conn, sha, extractor_id)
+        return reads.ungrounded_staged(conn, sha, extractor_id, parser_version())
 
 
 def reproducibility_diff(
     repo: GitRepo, engine: Engine, sha: str, extractor: Extractor, *, limits: ParseLimits, workers: int
 ) -> SetDiff[str]:
-    """Recompute the extractor from a fresh load of the commit and compare ids with what was staged."""
-    forget_programs()
+    """Recompute the extractor over the commit and compare ids with what was staged.
+
+    The program comes from the per-process cache when the same run just loaded it (loading is a
+    pure, sorted read); what this proves is that resolution and identity are deterministic.
+    """
     program = load_program(repo, engine, sha, limits=limits, workers=workers)
     again = run_extractor(extractor, program)
     with engine.connect() as conn:
@@ -46,7 +53,7 @@ def reproducibility_diff(
 def span_frame(engine: Engine, sha: str) -> pl.DataFrame:
     """The commit's span occurrences as a frame (validated against ``SPAN_FRAME``)."""
     with engine.connect() as conn:
-        rows = reads.span_occurrences(conn, sha)
+        rows = reads.span_occurrences(conn, sha, parser_version())
     return pl.DataFrame(
         {
             "span_id": [r.span_id for r in rows],
@@ -78,21 +85,24 @@ def orphans(engine: Engine, sha: str) -> dict[str, int]:
         return {k: v for k, v in reads.orphans(conn, sha).items() if v}
 
 
-def grimp_diff(repo: GitRepo, engine: Engine, sha: str) -> SetDiff[tuple[str, str]]:
-    """Internal import edges knowbase staged vs grimp's graph of the same commit's packages."""
+def _oracle_inputs(
+    engine: Engine, sha: str, extractor_id: str
+) -> tuple[list[tuple[str, str]], set[str], ModuleMap, list[JSON]]:
+    """What an oracle needs: the commit's (path, blob) files, the unparsed paths, its module map
+    and the extractor's staged payloads."""
     with engine.connect() as conn:
         files = [f for f in reads.commit_files(conn, sha) if f.mode in READABLE]
         parse_gaps = {g.path for g in reads.gaps(conn, sha) if g.source == "parse" and g.reason in UNPARSED}
-        records = reads.staged_payloads(conn, sha, IMPORTS_ID)
+        records = reads.staged_payloads(conn, sha, extractor_id)
     module_map = map_modules(f.path for f in files)
+    return [(f.path, f.blob_id) for f in files], parse_gaps, module_map, list(records)
+
+
+def grimp_diff(repo: GitRepo, engine: Engine, sha: str) -> SetDiff[tuple[str, str]]:
+    """Internal import edges knowbase staged vs grimp's graph of the same commit's packages."""
+    files, parse_gaps, module_map, records = _oracle_inputs(engine, sha, IMPORTS_ID)
     packages = sorted(m for m in module_map.packages if "." not in m)
-    graph = grimp_graph(
-        repo,
-        [(f.path, f.blob_id) for f in files],
-        roots=module_map.roots,
-        packages=packages,
-        blank=parse_gaps,
-    )
+    graph = grimp_graph(repo, files, roots=module_map.roots, packages=packages, blank=parse_gaps)
     ours = {
         (p["importer"], p["imported"])
         for p in records
@@ -100,3 +110,20 @@ def grimp_diff(repo: GitRepo, engine: Engine, sha: str) -> SetDiff[tuple[str, st
     }
     theirs = {(a, b) for a, b in graph.edges if a != b}
     return compare(theirs, ours)
+
+
+def public_api_diff(repo: GitRepo, engine: Engine, sha: str) -> SetDiff[Entry]:
+    """(package, name, target) of the staged public symbols vs griffe's static view of the commit.
+
+    Only packages griffe loaded are compared; the deliberate differences in semantics are listed
+    in ``kb_gates.griffe_oracle``.
+    """
+    files, parse_gaps, module_map, records = _oracle_inputs(engine, sha, PUBLIC_API_ID)
+    packages = sorted(m for m in module_map.packages if "." not in m)
+    surface = griffe_surface(repo, files, roots=module_map.roots, packages=packages, blank=parse_gaps)
+    ours = {
+        (p["package"], p["name"], p["target"])
+        for p in records
+        if p["package"].split(".", 1)[0] in surface.loaded
+    }
+    return compare(surface.entries, ours)

@@ -42,6 +42,8 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
     max_file_bytes: int = 5_000_000
     parse_timeout_s: float = 10.0
     workers: int = 0
+    watch_branches: str = ""
+    max_catchup: int = 50
 
     @classmethod
     def from_settings(cls, settings: Settings, repo: str) -> KnowbaseResource:
@@ -54,6 +56,8 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
             max_file_bytes=settings.max_file_bytes,
             parse_timeout_s=settings.parse_timeout_s,
             workers=settings.workers,
+            watch_branches=",".join(settings.watch_branches),
+            max_catchup=settings.max_catchup,
         )
 
     def settings(self) -> Settings:

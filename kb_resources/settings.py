@@ -31,6 +31,8 @@ class Settings:
     llm_provider: str = "anthropic"
     llm_model: str | None = None
     repo: str | None = None
+    watch_branches: tuple[str, ...] = ()
+    max_catchup: int = 50
 
     def with_db_url(self, db_url: str | None) -> Settings:
         """Return a copy that uses ``db_url`` when one is given (the ``--db-url`` flag wins)."""
@@ -53,4 +55,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         llm_provider=env.get("KB_LLM_PROVIDER") or "anthropic",
         llm_model=env.get("KB_LLM_MODEL") or None,
         repo=env.get("KB_REPO") or None,
+        watch_branches=tuple(b for b in (env.get("KB_WATCH_BRANCHES") or "").split(",") if b),
+        max_catchup=int(env.get("KB_MAX_CATCHUP") or 50),
     )

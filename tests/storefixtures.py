@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from kb_assets.core import ids
 from kb_assets.core.models import Artifact, Grounding, Method, ParsedBlob, Span, SpanKind
 from kb_resources.store import writes
+from kb_resources.store.schema import commit_ref
 
 PARSER_VERSION = "test-1"
 COMMITTED_AT = datetime(2024, 1, 1, tzinfo=UTC)
@@ -64,22 +65,21 @@ def seed_commit(conn: sa.Connection, sha: str, files: Mapping[str, Sequence[Span
         sha,
         [(path, b.blob_id, "regular", 10, None, False) for path, b in zip(files, blobs, strict=True)],
     )
-    writes.replace_occurrences(
-        conn,
-        sha,
-        [
-            (path, ordinal, s.span_id, s.start_line, s.end_line)
-            for path, spans in files.items()
-            for ordinal, s in enumerate(spans)
-        ],
-    )
+    conn.execute(sa.update(commit_ref).where(commit_ref.c.sha == sha).values(parser_version=PARSER_VERSION))
 
 
 def publish(conn: sa.Connection, sha: str, artifacts: Sequence[Artifact]) -> None:
     """Store ``artifacts``, stage them under extractor "test" and publish them as ``sha``'s snapshot."""
     writes.insert_artifacts(conn, artifacts)
     writes.replace_staged(conn, sha, "test", [a.artifact_id for a in artifacts])
-    writes.publish_snapshot(conn, sha, mode="full", base_sha=None, stats={"artifacts": len(artifacts)})
+    writes.publish_snapshot(
+        conn,
+        sha,
+        mode="full",
+        base_sha=None,
+        stats={"artifacts": len(artifacts)},
+        parser_version=PARSER_VERSION,
+    )
 
 
 def live_postmasters(pgdata: Path) -> list[int]:

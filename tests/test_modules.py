@@ -67,7 +67,9 @@ def test_test_directories_without_init_make_top_level_modules() -> None:
 
 
 def test_non_identifier_names_are_not_importable() -> None:
-    """Dashes, leading digits, dotted stems and keywords are not_importable; a root dir may have any name."""
+    """Package directories named with dashes, leading digits or keywords are not_importable, and so
+    are dotted stems; a module file's own name may be any dot-free name (``importlib`` loads
+    ``0001_initial.py`` and ``class.py``); a root dir may have any name."""
     result = map_modules(
         [
             "2fa.py",
@@ -82,15 +84,15 @@ def test_non_identifier_names_are_not_importable() -> None:
         ]
     )
     assert _reasons(result) == {
-        "2fa.py": NOT_IMPORTABLE,
         "my-pkg/__init__.py": NOT_IMPORTABLE,
         "my-pkg/mod.py": NOT_IMPORTABLE,
-        "pkg/class.py": NOT_IMPORTABLE,
         "pkg/foo.bar.py": NOT_IMPORTABLE,
         "__init__.py": NOT_IMPORTABLE,
     }
     assert result.modules == {
+        "2fa.py": "2fa",
         "pkg/__init__.py": "pkg",
+        "pkg/class.py": "pkg.class",
         "pkg/ok.py": "pkg.ok",
         "my-scripts/run_me.py": "run_me",
     }

@@ -117,7 +117,7 @@ def test_orphans_counts_grounding_without_an_occurrence(store: Store) -> None:
         seed_commit(conn, SHA1, {"m.py": [ALPHA]})
         publish(conn, SHA1, [item])
         assert reads.orphans(conn, SHA1)["grounding_without_occurrence"] == 1
-        assert reads.ungrounded_staged(conn, SHA1, "test") == [item.artifact_id]
+        assert reads.ungrounded_staged(conn, SHA1, "test", PARSER_VERSION) == [item.artifact_id]
         (record,) = reads.snapshot_records(conn, SHA1)
     assert record.grounding[0].start_line is None
 

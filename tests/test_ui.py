@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.gitfixtures import commit_tree, init_repo
@@ -74,8 +75,19 @@ def test_kb_ui_serves_the_asset_graph_on_loopback(kb_env: KbEnv, tmp_path: Path)
             with pytest.raises(ConnectionRefusedError):
                 socket.create_connection((other, port), timeout=2).close()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=60)
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=90)
+    assert _survivors(port) == [], "kb ui left Dagster processes behind"
+
+
+def _survivors(port: int) -> list[int]:
+    """Processes still running that were started for this UI (their command line names its port)."""
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+        cmdline = " ".join(p.info["cmdline"] or [])
+        if str(port) in cmdline and "dagster" in cmdline and p.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(int(p.info["pid"]))
+    return found
 
 
 def _non_loopback_address() -> str | None:

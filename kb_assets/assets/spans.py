@@ -5,6 +5,7 @@ import hashlib
 import dagster as dg
 
 from kb_assets.assets.ingest import IndexConfig
+from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.ids import NORMALIZATION_VERSION
 from kb_assets.core.spans import LANG
 from kb_assets.indexing.parse import parse_commit
@@ -29,7 +30,7 @@ def code_spans(
         kb.git(), engine, context.partition_key, limits=kb.limits(), workers=kb.workers, force=config.full
     )
     with engine.connect() as conn:
-        digest = reads.occurrence_digest(conn, context.partition_key)
+        digest = reads.occurrence_digest(conn, context.partition_key, parser_version())
     context.log.info(f"{stats.files} files: {stats.parsed} parsed, {stats.reused} reused; {stats.gaps} gaps")
     return dg.MaterializeResult(
         metadata={

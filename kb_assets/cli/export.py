@@ -45,7 +45,8 @@ def _located(rec: ArtifactRecord) -> list[LocatedGrounding]:
     located = []
     for g in rec.grounding:
         if g.start_line is None or g.end_line is None:
-            raise CheckFailedError([f"{rec.logical_key}: span {g.span_id[:12]} has no occurrence in {g.path}"])
+            missing = f"{rec.logical_key}: span {g.span_id[:12]} has no occurrence in {g.path}"
+            raise CheckFailedError([missing])
         located.append(LocatedGrounding(g.span_id, g.path, g.role, g.start_line, g.end_line))
     return located
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -49,14 +50,33 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     proc = subprocess.Popen(ui_command(args.host, args.port), env=env, start_new_session=True)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return proc.wait()
     except KeyboardInterrupt:
         return 0
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_group(proc)
+        session.store.close()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM stops ``kb ui`` like Ctrl-C does, so the Dagster processes are stopped too."""
+    raise KeyboardInterrupt
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
+    """Stop ``dagster dev`` and every process it started: SIGINT (its clean shutdown), then SIGKILL.
+
+    ``dagster dev`` ignores SIGTERM in some states; its webserver, daemon and code servers share its
+    process group, so the group is signalled, and whatever survives the grace period is killed.
+    """
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

@@ -1,4 +1,4 @@
-"""The one parse of a blob: spans, gaps and every extractor's file-local facts together.
+"""The one parse of a blob: spans, gaps and every extractor's and collector's file-local facts together.
 
 This is the unit of work that runs in parallel and is cached by blob id, so it takes and returns
 only plain, picklable data.
@@ -8,29 +8,55 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from kb_assets.core.extractors.base import Extractor
+from kb_assets.core.extractors.base import Collector, Extractor
 from kb_assets.core.models import JSON, Gap, ParsedBlob
-from kb_assets.core.spans import ParseLimits, parse_source
+from kb_assets.core.spans import ParsedSource, ParseLimits, parse_source
+
+FactsFunction = Callable[[ParsedSource], JSON]
+
+
+def fact_functions(
+    extractors: tuple[Extractor, ...], collectors: tuple[Collector, ...] = ()
+) -> list[tuple[str, FactsFunction]]:
+    """(facts id, collect) of every extractor, then every collector; ids must be unique."""
+    pairs: list[tuple[str, FactsFunction]] = [(ex.extractor_id, ex.collect) for ex in extractors]
+    pairs += [(c.collector_id, c.collect) for c in collectors]
+    ids = [i for i, _ in pairs]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"facts ids must be unique across extractors and collectors: {sorted(ids)}")
+    return pairs
 
 
 def analyze_blob(
-    blob_id: str, data: bytes, extractors: tuple[Extractor, ...], limits: ParseLimits
+    blob_id: str,
+    data: bytes,
+    extractors: tuple[Extractor, ...],
+    limits: ParseLimits,
+    collectors: tuple[Collector, ...] = (),
 ) -> ParsedBlob:
-    """Parse one blob and run every collector on it; a collector that fails becomes a gap."""
+    """Parse one blob and run every extractor's and collector's ``collect`` on it, keyed by id.
+
+    A ``collect`` that fails on nesting becomes a gap; one that returns None stores nothing.
+    """
     parsed, gaps = parse_source(data, limits)
     line_count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     if parsed is None:
         return ParsedBlob(blob_id=blob_id, spans=(), gaps=gaps, line_count=line_count)
     facts: dict[str, JSON] = {}
     extra: list[Gap] = []
-    for ex in extractors:
+    for facts_id, collect in fact_functions(extractors, collectors):
         try:
-            facts[ex.extractor_id] = ex.collect(parsed)
+            value = collect(parsed)
         except RecursionError:
-            extra.append(Gap("", "too_deep", f"{ex.extractor_id}: nesting too deep to analyse", None, ex.extractor_id))
-    return ParsedBlob(blob_id=blob_id, spans=parsed.spans, facts=facts, gaps=gaps + tuple(extra), line_count=line_count)
+            extra.append(Gap("", "too_deep", f"{facts_id}: nesting too deep to analyse", None, facts_id))
+            continue
+        if value is not None:
+            facts[facts_id] = value
+    return ParsedBlob(
+        blob_id=blob_id, spans=parsed.spans, facts=facts, gaps=gaps + tuple(extra), line_count=line_count
+    )
 
 
 def encode_facts(facts: Mapping[str, JSON]) -> bytes:

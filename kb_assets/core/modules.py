@@ -10,9 +10,13 @@ same way. The rules follow grimp and the way Python itself finds modules on ``sy
   top-level module rooted at ``tests`` (what pytest's rootdir-relative import does).
 * The module name is the path relative to its root with ``/`` -> ``.``, ``.py`` stripped and a
   trailing ``.__init__`` dropped: ``src/pkg/sub/__init__.py`` is ``pkg.sub``.
-* A name part that is not a Python identifier (or is a keyword), such as ``my-tool/__init__.py``'s
-  ``my-tool`` or ``2fa.py``'s ``2fa``, cannot be imported: the file gets the gap ``not_importable``.
-  So does an ``__init__.py`` at the repository root, whose package name lies outside the repository.
+* A *package* directory whose name is not a Python identifier (or is a keyword), such as
+  ``my-tool/__init__.py``'s ``my-tool``, cannot be imported: its files get the gap
+  ``not_importable``. A module file's own name only has to be free of dots: ``0001_initial.py`` or
+  ``2fa.py`` cannot appear in an ``import`` statement, but ``importlib.import_module`` loads them
+  (Django loads every migration that way) and grimp counts them as modules, so they are modules
+  here too. An ``__init__.py`` at the repository root, whose package name lies outside the
+  repository, is ``not_importable``.
   The root directory itself may have any name (``my-scripts/x.py`` is module ``x`` rooted there).
 * When several files would get the same name (``tests/conftest.py`` and ``tests/unit/conftest.py``
   when neither directory is a package, or ``a.py`` next to ``a/__init__.py``), exactly one keeps it:
@@ -101,7 +105,10 @@ def _candidate(path: str, package_dirs: frozenset[str]) -> _Candidate | Gap:
     parts = relative[: -len(".py")].split("/")
     if is_package:
         parts = parts[:-1]
-    bad = [part for part in parts if not part.isidentifier() or keyword.iskeyword(part)]
+    packages = parts if is_package else parts[:-1]
+    bad = [part for part in packages if not part.isidentifier() or keyword.iskeyword(part)]
+    if not is_package and (not parts[-1] or "." in parts[-1]):
+        bad.append(parts[-1])
     if bad:
         return _gap(path, NOT_IMPORTABLE, f"{bad[0]!r} is not a valid Python module name")
     return _Candidate(path=path, root=root, name=".".join(parts), is_package=is_package)

@@ -1,8 +1,8 @@
 """Parse: the ``code_spans`` step. Only blobs never seen before are parsed; the rest is reused.
 
 Spans and facts are cached per blob id (and parser version), so a file that did not change, on
-any branch, is never parsed twice. The commit's span occurrences and parse gaps are then written
-in one transaction.
+any branch, is never parsed twice. A commit's span occurrences are not copied: they are its
+``commit_file`` rows joined with the cached ``blob_span`` rows (the ``span_occurrence`` view).
 """
 
 from __future__ import annotations
@@ -89,28 +89,22 @@ def parse_commit(
     blob_ids = sorted({f.blob_id for f in readable})
     parsed_now = ensure_parsed(repo, engine, blob_ids, limits=limits, workers=workers, force=force)
     with engine.connect() as conn:
-        blobs = reads.load_parsed_blobs(conn, parser_version(), blob_ids)
-    occurrences = [
-        (f.path, i, s.span_id, s.start_line, s.end_line)
-        for f in readable
-        for i, s in enumerate(blobs[f.blob_id].spans)
-    ]
-    gaps = _parse_gaps(files, readable, blobs)
+        blobs = reads.blob_summaries(conn, parser_version(), blob_ids)
+    gaps = _parse_gaps(files, readable, blobs) + list(repo.tree_gaps(sha))
     with engine.begin() as conn:
-        writes.replace_occurrences(conn, sha, occurrences)
         writes.replace_gaps(conn, sha, "parse", gaps)
     parsed = sum(1 for f in readable if f.blob_id in parsed_now)
     return ParseStats(
         files=len(readable),
         parsed=parsed,
         reused=len(readable) - parsed,
-        spans=len(occurrences),
+        spans=sum(blobs[f.blob_id].span_count for f in readable),
         gaps=len(gaps),
     )
 
 
 def _parse_gaps(
-    files: list[CommitFile], readable: list[CommitFile], blobs: dict[str, reads.CachedBlob]
+    files: list[CommitFile], readable: list[CommitFile], blobs: dict[str, reads.BlobSummary]
 ) -> list[Gap]:
     """Gaps of the commit's files: unreadable entries, blob-level parse gaps, module naming."""
     gaps: list[Gap] = []

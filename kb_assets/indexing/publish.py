@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
 from kb_assets.core.models import Gap
 from kb_assets.core.summary import IndexStats
 from kb_resources.store import reads, writes
@@ -20,7 +20,7 @@ def publish_commit(
     """Publish the staged artifacts of every registered extractor as the commit's snapshot."""
     with engine.begin() as conn:
         staged = sum(len(reads.staged_artifact_ids(conn, sha, ex.extractor_id)) for ex in EXTRACTORS)
-        spans = reads.occurrence_count(conn, sha)
+        spans = reads.occurrence_count(conn, sha, parser_version())
         gaps = reads.gaps(conn, sha)
         stats = IndexStats(
             sha=sha,
@@ -39,6 +39,7 @@ def publish_commit(
             mode=mode,
             base_sha=base_sha,
             stats=stats.as_json(),
+            parser_version=parser_version(),
             extractor_ids=[ex.extractor_id for ex in EXTRACTORS],
         )
         counts = reads.artifact_counts(conn, sha)

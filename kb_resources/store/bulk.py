@@ -47,6 +47,11 @@ def _copy(
     return count
 
 
+ANALYZE_AFTER_ROWS = 10_000
+"""A bulk load this large refreshes the table's planner statistics at once: autovacuum would do it
+minutes later, and until then the planner treats a 50k-row table as empty."""
+
+
 def copy_rows(
     conn: sa.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[object]]
 ) -> int:
@@ -92,4 +97,6 @@ def copy_new_rows(
             inserted = max(cur.rowcount, 0)
     with raw.cursor() as cur:
         cur.execute(sql.SQL("DROP TABLE {}").format(stage))
+        if inserted >= ANALYZE_AFTER_ROWS:
+            cur.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
     return inserted

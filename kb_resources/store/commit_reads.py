@@ -15,19 +15,25 @@ from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
     commit_ref,
+    occurrences,
     snapshot_entry,
-    span_occurrence,
     staged_entry,
 )
 
+# Set-based (EXCEPT of two hash joins) rather than a per-row NOT EXISTS: right after a bulk load the
+# planner has no statistics and a nested-loop anti-join took minutes on Django.
 UNGROUNDED_STAGED = sa.text(
     """
     SELECT s.artifact_id FROM staged_entry s
      WHERE s.sha = :sha AND s.extractor_id = :extractor_id
-       AND NOT EXISTS (SELECT 1 FROM artifact_derived_from d
-                         JOIN span_occurrence o ON o.sha = s.sha AND o.path = d.path AND o.span_id = d.span_id
-                        WHERE d.artifact_id = s.artifact_id)
-     ORDER BY s.artifact_id
+    EXCEPT
+    SELECT d.artifact_id FROM staged_entry s
+      JOIN artifact_derived_from d ON d.artifact_id = s.artifact_id
+      JOIN commit_file f ON f.sha = s.sha AND f.path = d.path
+      JOIN blob_span b ON b.blob_id = f.blob_id AND b.parser_version = :parser_version
+                      AND b.span_id = d.span_id
+     WHERE s.sha = :sha AND s.extractor_id = :extractor_id
+    ORDER BY 1
     """
 )
 
@@ -67,9 +73,11 @@ def staged_grounding_counts(conn: sa.Connection, sha: str, extractor_id: str) ->
     return [(aid, key, int(count)) for aid, key, count in conn.execute(query).all()]
 
 
-def ungrounded_staged(conn: sa.Connection, sha: str, extractor_id: str) -> list[str]:
-    """Staged artifacts of ``sha`` with no grounding row that names an occurrence at ``sha``."""
-    return list(conn.scalars(UNGROUNDED_STAGED, {"sha": sha, "extractor_id": extractor_id}))
+def ungrounded_staged(conn: sa.Connection, sha: str, extractor_id: str, parser_version: str) -> list[str]:
+    """Staged artifacts of ``sha`` with no grounding row that names an occurrence at ``sha``
+    (located with the pipeline's ``parser_version``: the snapshot is not published yet)."""
+    params = {"sha": sha, "extractor_id": extractor_id, "parser_version": parser_version}
+    return list(conn.scalars(UNGROUNDED_STAGED, params))
 
 
 def snapshot_artifact_ids(conn: sa.Connection, sha: str) -> list[str]:
@@ -91,18 +99,19 @@ def commit_stats(conn: sa.Connection, sha: str) -> dict[str, Any] | None:
     return dict(stats) if stats is not None else None
 
 
-def occurrence_count(conn: sa.Connection, sha: str) -> int:
-    """How many span occurrences commit ``sha`` has."""
-    query = sa.select(sa.func.count()).select_from(span_occurrence).where(span_occurrence.c.sha == sha)
+def occurrence_count(conn: sa.Connection, sha: str, parser_version: str | None = None) -> int:
+    """How many span occurrences commit ``sha`` has (see ``schema.occurrences``)."""
+    located = occurrences(parser_version)
+    query = sa.select(sa.func.count()).select_from(located).where(located.c.sha == sha)
     return int(conn.scalar(query) or 0)
 
 
-def occurrence_digest(conn: sa.Connection, sha: str) -> str | None:
+def occurrence_digest(conn: sa.Connection, sha: str, parser_version: str | None = None) -> str | None:
     """sha256 over the occurrences of ``sha`` in (path, ordinal) order; None when it has none.
 
     Each occurrence is hashed as ``path NUL ordinal NUL span_id NUL start NUL end LF``.
     """
-    o = span_occurrence.c
+    o = occurrences(parser_version).c
     query = (
         sa.select(o.path, o.ordinal, o.span_id, o.start_line, o.end_line)
         .where(o.sha == sha)

@@ -35,9 +35,9 @@ from kb_resources.store.schema import (
     commit_file,
     commit_ref,
     gap,
+    occurrences,
     parsed_blob,
     snapshot_entry,
-    span_occurrence,
 )
 from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, orphans, snapshot_records
 
@@ -48,6 +48,7 @@ __all__ = [
     "GroundingLine",
     "SpanOccurrence",
     "artifact_counts",
+    "blob_summaries",
     "branches",
     "commit_files",
     "commit_stats",
@@ -150,6 +151,34 @@ def load_parsed_blobs(
     }
 
 
+class BlobSummary(NamedTuple):
+    """How many spans a cached blob has and what was not understood in it."""
+
+    span_count: int
+    gaps: tuple[Gap, ...]
+
+
+def blob_summaries(
+    conn: sa.Connection, parser_version: str, blob_ids: Collection[str]
+) -> dict[str, BlobSummary]:
+    """Span counts and gaps of cached blobs, without loading spans or facts (one query)."""
+    counts = (
+        sa.select(sa.func.count())
+        .where(blob_span.c.blob_id == parsed_blob.c.blob_id, blob_span.c.parser_version == parser_version)
+        .scalar_subquery()
+    )
+    query = sa.select(parsed_blob.c.blob_id, counts, parsed_blob.c.gaps).where(
+        parsed_blob.c.parser_version == parser_version, parsed_blob.c.blob_id == sa.any_(_blob_ids(blob_ids))
+    )
+    return {
+        blob_id: BlobSummary(
+            int(count),
+            tuple(Gap(path="", reason=g["reason"], detail=g["detail"], line=g.get("line")) for g in gaps),
+        )
+        for blob_id, count, gaps in conn.execute(query).all()
+    }
+
+
 def commit_files(conn: sa.Connection, sha: str) -> list[CommitFile]:
     """The recorded files of commit ``sha``, sorted by path."""
     query = (
@@ -181,22 +210,17 @@ def published_commits(conn: sa.Connection) -> dict[str, datetime]:
     return {sha: at for sha, at in conn.execute(query).all()}
 
 
-def span_occurrences(conn: sa.Connection, sha: str) -> list[SpanOccurrence]:
-    """The span occurrences of commit ``sha``, sorted by path, start line and ordinal."""
+def span_occurrences(
+    conn: sa.Connection, sha: str, parser_version: str | None = None
+) -> list[SpanOccurrence]:
+    """The span occurrences of commit ``sha``, sorted by path, start line and ordinal (published
+    commits by default; the pipeline passes its ``parser_version`` before publishing)."""
+    o = occurrences(parser_version).c
     query = (
-        sa.select(
-            span_occurrence.c.span_id,
-            code_span.c.kind,
-            code_span.c.fq_symbol_path,
-            span_occurrence.c.path,
-            span_occurrence.c.start_line,
-            span_occurrence.c.end_line,
-        )
-        .join(code_span, code_span.c.span_id == span_occurrence.c.span_id)
-        .where(span_occurrence.c.sha == sha)
-        .order_by(
-            span_occurrence.c.path.collate("C"), span_occurrence.c.start_line, span_occurrence.c.ordinal
-        )
+        sa.select(o.span_id, code_span.c.kind, code_span.c.fq_symbol_path, o.path, o.start_line, o.end_line)
+        .join(code_span, code_span.c.span_id == o.span_id)
+        .where(o.sha == sha)
+        .order_by(o.path.collate("C"), o.start_line, o.ordinal)
     )
     return [SpanOccurrence(*row) for row in conn.execute(query).all()]
 

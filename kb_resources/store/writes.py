@@ -25,7 +25,6 @@ from kb_resources.store.schema import (
     commit_ref,
     gap,
     snapshot_entry,
-    span_occurrence,
     staged_entry,
 )
 
@@ -37,7 +36,6 @@ FactsEncoder = Callable[[Mapping[str, JSON]], bytes]
 CommitFileRow = tuple[str, str, str, int, str | None, bool]
 """(path, blob_id, mode, size, module or None, is_package)."""
 
-OccurrenceRow = tuple[str, int, str, int, int]
 """(path, ordinal, span_id, start_line, end_line)."""
 
 
@@ -97,13 +95,6 @@ def _insert_spans(conn: sa.Connection, rows: Iterable[tuple[str, str, str, str]]
     return copy_new_rows(conn, "code_span", columns, rows, order_by=("span_id",))
 
 
-def replace_occurrences(conn: sa.Connection, sha: str, rows: Iterable[OccurrenceRow]) -> int:
-    """Make ``rows`` the span occurrences of commit ``sha``; return how many were written."""
-    conn.execute(sa.delete(span_occurrence).where(span_occurrence.c.sha == sha))
-    columns = ("sha", "path", "ordinal", "span_id", "start_line", "end_line")
-    return copy_rows(conn, "span_occurrence", columns, ((sha, *row) for row in rows))
-
-
 def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
     """Store artifacts with their grounding; raise ``GroundingError`` before writing if one has none."""
     batch = list(artifacts)
@@ -160,12 +151,14 @@ def publish_snapshot(
     mode: str,
     base_sha: str | None,
     stats: Mapping[str, JSON],
+    parser_version: str,
     extractor_ids: Collection[str] | None = None,
 ) -> int:
     """Make the staged entries of ``sha`` its snapshot; visible when the caller commits.
 
     Takes every extractor's entries, or only those of ``extractor_ids`` when given (so entries of
-    an extractor that was removed from the registry are not published).
+    an extractor that was removed from the registry are not published). ``parser_version`` names
+    the blob spans that locate this snapshot's grounding (the ``span_occurrence`` view follows it).
     """
     conn.execute(sa.delete(snapshot_entry).where(snapshot_entry.c.sha == sha))
     staged = (
@@ -180,7 +173,13 @@ def publish_snapshot(
     marked = conn.execute(
         sa.update(commit_ref)
         .where(commit_ref.c.sha == sha)
-        .values(published_at=sa.func.now(), mode=mode, base_sha=base_sha, stats=dict(stats))
+        .values(
+            published_at=sa.func.now(),
+            mode=mode,
+            base_sha=base_sha,
+            stats=dict(stats),
+            parser_version=parser_version,
+        )
     ).rowcount
     if marked != 1:
         raise LookupError(f"commit {sha} is not recorded; call upsert_commit first")

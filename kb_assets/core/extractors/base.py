@@ -4,6 +4,10 @@ Splitting the two is what makes incremental indexing exact and cheap: ``collect`
 blob during the single parse and its facts are cached by blob id forever; ``resolve`` sees the
 whole commit (every file's facts and the module map) and is the only place cross-file knowledge is
 made, so it is recomputed per commit from cached facts without parsing anything again.
+
+A ``Collector`` is the first half alone: file-local facts that several extractors share (such as
+the names each module binds), cached with the rest under its own id. Collector and extractor ids
+share one key space in a blob's facts, so each id is unique across both registries.
 """
 
 from __future__ import annotations
@@ -47,6 +51,17 @@ class Extraction:
 
     drafts: tuple[Draft, ...]
     gaps: tuple[Gap, ...] = ()
+
+
+class Collector(Protocol):
+    """A facts-only collector: runs on every parsed blob, produces no artifacts of its own."""
+
+    collector_id: str
+    facts_version: str
+
+    def collect(self, source: ParsedSource) -> JSON:
+        """File-local facts of one parsed blob (JSON; spans referenced by ordinal)."""
+        ...
 
 
 class Extractor(Protocol):

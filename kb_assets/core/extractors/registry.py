@@ -1,17 +1,23 @@
-"""The registry of deterministic extractors: one Dagster asset is generated per entry.
+"""The registry of deterministic extractors (one Dagster asset per entry) and of shared collectors.
 
-Order matters only for display; each extractor's identity is its id and version.
+Order matters only for display; each extractor's identity is its id and version. Collectors
+(``COLLECTORS``) add file-local facts that several extractors read; their ids and the extractors'
+ids are keys of the same per-blob facts, so they must all differ.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from kb_assets.core.extractors.base import Extractor
+from kb_assets.core.extractors.base import Collector, Extractor
 from kb_assets.core.extractors.imports import ImportsExtractor
+from kb_assets.core.extractors.public_api import PublicApiExtractor
 from kb_assets.core.ids import NORMALIZATION_VERSION
+from kb_assets.core.symbols.collect import SymbolsCollector
 
-EXTRACTORS: tuple[Extractor, ...] = (ImportsExtractor(),)
+EXTRACTORS: tuple[Extractor, ...] = (ImportsExtractor(), PublicApiExtractor())
+
+COLLECTORS: tuple[Collector, ...] = (SymbolsCollector(),)
 
 
 def extractor(extractor_id: str) -> Extractor:
@@ -27,12 +33,16 @@ def extractor_for_kind(kind: str) -> Extractor | None:
     return next((ex for ex in EXTRACTORS if ex.kind == kind), None)
 
 
-def parser_version(extractors: tuple[Extractor, ...] = EXTRACTORS) -> str:
+def parser_version(
+    extractors: tuple[Extractor, ...] = EXTRACTORS, collectors: tuple[Collector, ...] = COLLECTORS
+) -> str:
     """Version of everything cached per blob: the normalization and every collector's facts.
 
     A change to any of them re-parses each blob once; resolver-only changes (an extractor's
     ``version``) never do.
     """
-    parts = [f"{ex.extractor_id}={ex.facts_version}" for ex in sorted(extractors, key=lambda e: e.extractor_id)]
+    versions = [(ex.extractor_id, ex.facts_version) for ex in extractors]
+    versions += [(c.collector_id, c.facts_version) for c in collectors]
+    parts = [f"{i}={v}" for i, v in sorted(versions)]
     digest = hashlib.sha256(";".join(parts).encode()).hexdigest()[:12]
     return f"n{NORMALIZATION_VERSION}-{digest}"

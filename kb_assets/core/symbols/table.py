@@ -1,0 +1,230 @@
+"""The commit-wide symbol table: what a name written in a module means, across the whole repository.
+
+Built once per ``Program`` from every file's ``symbols`` facts (``symbol_table(program)`` memoizes
+the last one), then queried:
+
+* ``lookup(module, name)`` — the top-level ``name`` of ``module``, following ``import``/``from``
+  imports, aliases, star imports (the target's ``__all__``, else its public names, as Python does),
+  ``__init__`` re-exports through private subpackages and across the repository's top-level
+  packages, down to the defining class, function, assignment or module; a name nobody binds that
+  is a submodule of the package resolves to that module. Cycle-safe: a cycle answers None.
+* ``resolve(module, "sa.orm.relationship")`` — a dotted expression as written in ``module``: the
+  first segment by ``lookup``, the rest by ``member`` (a module's names and submodules, a class's
+  class-level bindings, then its first-party bases, left to right, depth first).
+* ``exports(module)`` — the names the module exposes (``Exports``): ``__all__`` when declared, else
+  its public names (griffe's notion with its redundant-alias convention, see ``public_names``).
+
+Namespaces are built eagerly, in module-name order, with Python's semantics of source order
+(later bindings win; a star import binds what its target exposes at that point). Inside an import
+cycle a module sees the other's namespace as built so far, which is what Python does when the
+first module in name order is imported first; the answer therefore depends only on the commit.
+"""
+
+from __future__ import annotations
+
+from kb_assets.core.program import Program
+from kb_assets.core.symbols.facts import Binding, ModuleFacts
+from kb_assets.core.symbols.model import Exports, Symbol, external_symbol
+from kb_assets.core.symbols.namespaces import Namespaces
+
+_last: tuple[Program, SymbolTable] | None = None
+
+
+def symbol_table(program: Program) -> SymbolTable:
+    """The program's symbol table, built once and shared by every extractor resolving it."""
+    global _last  # noqa: PLW0603 - a one-entry memo, like indexing.load's program cache
+    if _last is None or _last[0] is not program:
+        _last = (program, SymbolTable(program))
+    return _last[1]
+
+
+_Seen = set[tuple[str, str]]
+"""(module, name) pairs already followed in one lookup: a revisit is a cycle."""
+
+
+class SymbolTable:
+    """Name resolution over one commit (see the module docstring)."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.facts: dict[str, ModuleFacts] = {}
+        for source in program.modules():
+            view = ModuleFacts.of(source)
+            if view is not None:
+                self.facts[view.name] = view
+        self.namespaces = Namespaces(self)
+        self._memo: dict[tuple[str, str], Symbol | None] | None = None  # None while building
+        for module in sorted(self.facts):
+            self.namespaces.get(module)
+        self._memo = {}
+
+    def lookup(self, module: str, name: str) -> Symbol | None:
+        """What ``name`` means at the top level of ``module`` (None: unbound or unresolvable)."""
+        if self._memo is None:
+            return self._lookup(module, name, set())
+        key = (module, name)
+        if key not in self._memo:
+            self._memo[key] = self._lookup(module, name, set())
+        return self._memo[key]
+
+    def resolve(self, module: str, dotted: str) -> Symbol | None:
+        """What the dotted expression ``dotted``, written at the top level of ``module``, means."""
+        first, *rest = dotted.split(".")
+        symbol = self.lookup(module, first)
+        for part in rest:
+            if symbol is None:
+                return None
+            symbol = self.member(symbol, part)
+        return symbol
+
+    def member(self, symbol: Symbol, name: str) -> Symbol | None:
+        """Attribute ``name`` of a resolved symbol (a module's name or submodule, a class's member)."""
+        if symbol.external is not None:
+            return external_symbol(f"{symbol.external}.{name}", module=False, chain=symbol.chain)
+        found: Symbol | None = None
+        if symbol.kind == "module" and symbol.dotted is not None:
+            found = self._attribute(symbol.dotted, name, set())
+        elif symbol.kind == "class":
+            found = self._class_member(symbol, name, set())
+        return found.via(symbol.chain) if found is not None else None
+
+    def exports(self, module: str) -> Exports:
+        """The names ``module`` exposes: ``__all__`` when declared, else its public names."""
+        declared = self.namespaces.declared_all(module)
+        if declared is None:
+            return Exports(tuple(self.public_names(module)), declared=False)
+        names = declared.names if declared.names or not declared.dynamic else tuple(self.public_names(module))
+        return Exports(names, declared=True, dynamic=declared.dynamic)
+
+    def public_names(self, module: str) -> list[str]:
+        """Public top-level names, in order of first binding: the typing spec's library-interface
+        rules, which are griffe's with its redundant-alias convention.
+
+        A name counts when it has no leading underscore and is bound by a definition, an
+        assignment, a star import, a redundant alias (``from m import X as X``), or an import of the
+        package's own submodule (``from . import sub``; ``from .sub import x`` binds ``sub`` too,
+        as CPython does). Any other imported name is private, even when the module rebinds it later
+        (griffe's ``is_imported``). Submodules the ``__init__`` never imports do not count.
+        """
+        facts = self.facts.get(module)
+        if facts is None:
+            return []
+        private = {
+            b.name
+            for b in facts.bindings
+            if b.kind in ("import", "from") and not (b.redundant_alias or self._own_submodule(facts, b))
+        }
+        namespace = self.namespaces.get(module)
+        names = [n for n in namespace if not n.startswith("_") and n not in private]
+        implicit = [n for n in self.submodule_imports(module) if n not in namespace and not n.startswith("_")]
+        return names + implicit
+
+    def submodule_imports(self, module: str) -> dict[str, int]:
+        """Own submodules the module's import statements load (so CPython binds their names), each
+        with the span of the first statement that does."""
+        facts = self.facts.get(module)
+        found: dict[str, int] = {}
+        if facts is None:
+            return found
+        for b in facts.bindings:
+            target = facts.absolute(b.module or "") if b.kind in ("from", "star") else b.imported or b.module
+            if target == module and b.kind == "from":
+                target = f"{module}.{b.attr}"
+            if target is not None and target.startswith(f"{module}."):
+                sub = target[len(module) + 1 :].split(".", 1)[0]
+                if self._submodule(module, sub) is not None:
+                    found.setdefault(sub, b.span)
+        return found
+
+    # -- resolution steps ---------------------------------------------------------------------
+    def _lookup(self, module: str, name: str, seen: _Seen) -> Symbol | None:
+        if (module, name) in seen:
+            return None
+        seen.add((module, name))
+        entry = self.namespaces.get(module).get(name)
+        if entry is None:
+            return self._submodule(module, name)
+        facts = self.facts[module]
+        if entry.star_target is None:
+            return self._bound(facts, entry.binding, seen)
+        found = self._lookup(entry.star_target, name, seen)
+        own = self.namespaces.own(module).get(name)
+        if found is None and own is not None:  # a star cycle led back here: the own binding holds
+            return self._bound(facts, own, seen)
+        return found.via(((facts.source.path, entry.binding.span),)) if found is not None else None
+
+    def _bound(self, facts: ModuleFacts, b: Binding, seen: _Seen, owner: str = "") -> Symbol | None:
+        """What one binding statement of ``facts``'s module binds (``owner``: its class, if any)."""
+        path, module = facts.source.path, facts.name
+        body = facts.classes.get(b.qualname or "") if b.kind == "class" else None
+        if body is not None:
+            return Symbol("class", f"{module}.{body.qualname}", module, path, b.span, facts=body.record)
+        if b.kind == "function":
+            return Symbol("function", f"{module}.{b.qualname}", module, path, b.span, facts=b.record)
+        if b.kind == "assign":
+            dotted = f"{module}.{owner}.{b.name}" if owner else f"{module}.{b.name}"
+            return Symbol("attribute", dotted, module, path, b.span, facts=b.record)
+        hop = ((path, b.span),)
+        if b.kind == "import" and b.module:
+            target = self._module(b.module)
+            return target.via(hop) if target is not None else None
+        base = facts.absolute(b.module or "") if b.kind == "from" else None
+        if base is None or b.attr is None:
+            return None
+        found = self._attribute(base, b.attr, seen)
+        return found.via(hop) if found is not None else None
+
+    def _attribute(self, base: str, attr: str, seen: _Seen) -> Symbol | None:
+        """``attr`` as ``from base import attr`` finds it: a name of ``base``, else its submodule."""
+        if base in self.program.module_map.paths:
+            return self._lookup(base, attr, seen) or self._submodule(base, attr)
+        if base in self.namespaces.namespace_packages:
+            return self._submodule(base, attr)
+        if base.split(".", 1)[0] in self.program.module_map.top_level:
+            return None  # first-party, but no such module: unresolved
+        return external_symbol(f"{base}.{attr}", module=False)
+
+    def _submodule(self, module: str, name: str) -> Symbol | None:
+        sub = f"{module}.{name}"
+        known = sub in self.program.module_map.paths or sub in self.namespaces.namespace_packages
+        return self._module(sub) if known else None
+
+    def _module(self, name: str) -> Symbol | None:
+        """A module by absolute name: first-party, a namespace package, or external (None: missing)."""
+        path = self.program.module_map.paths.get(name)
+        if path is not None:
+            return Symbol("module", name, name, path, 0 if path in self.program.files else None)
+        if name in self.namespaces.namespace_packages:
+            return Symbol("module", name, name, None, None)
+        if name.split(".", 1)[0] in self.program.module_map.top_level:
+            return None
+        return external_symbol(name, module=True)
+
+    def _class_member(self, cls: Symbol, name: str, visited: set[str]) -> Symbol | None:
+        """A class-level binding of ``cls``, else of its first-party bases (depth first)."""
+        facts = self.facts.get(cls.module or "")
+        qualname = (cls.dotted or "")[len(cls.module or "") + 1 :]
+        body = facts.classes.get(qualname) if facts is not None else None
+        if facts is None or body is None or (cls.dotted or "") in visited:
+            return None
+        visited.add(cls.dotted or "")
+        binding = next((b for b in reversed(body.bindings) if b.name == name), None)
+        if binding is not None:
+            return self._bound(facts, binding, set(), owner=qualname)
+        for base in body.record.get("bases", []):
+            dotted = base.get("dotted") if base.get("kind") in ("name", "subscript") else None
+            base_symbol = self.resolve(facts.name, dotted) if dotted else None
+            if base_symbol is not None and base_symbol.kind == "class" and not base_symbol.is_external:
+                found = self._class_member(base_symbol, name, visited)
+                if found is not None:
+                    return found
+        return None
+
+    def _own_submodule(self, facts: ModuleFacts, b: Binding) -> bool:
+        """Whether an import binding binds the package's own submodule under its own name."""
+        own = f"{facts.name}.{b.name}"
+        if own not in self.program.module_map.paths:
+            return False
+        if b.kind == "from":
+            return b.attr == b.name and facts.absolute(b.module or "") == facts.name
+        return b.kind == "import" and b.module == own

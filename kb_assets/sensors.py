@@ -1,0 +1,54 @@
+"""``branch_sensor``: follow local branch refs and index each new first-parent commit.
+
+The decisions (which commits, catch-up limit, force-push) are ``kb_assets.indexing.follow``'s,
+shared with ``kb watch``. The cursor (branch -> last tip taken) lives in the sensor cursor and in
+the store's ``branch_ref`` table, so a restarted daemon, or ``kb watch`` on the same store,
+resumes where the other stopped.
+"""
+
+import json
+
+import dagster as dg
+
+from kb_assets.indexing.follow import plan_branches, watched_branches
+from kb_assets.jobs import INDEX_JOB, index_config
+from kb_assets.partitions import commits
+from kb_resources.resources import KnowbaseResource
+from kb_resources.store import reads, writes
+
+
+@dg.sensor(
+    name="branch_sensor",
+    job_name=INDEX_JOB,
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Registers each new first-parent commit of the watched branches as a partition; indexes it.",
+)
+def branch_sensor(context: dg.SensorEvaluationContext, kb: KnowbaseResource) -> dg.SensorResult:
+    """Plan every watched branch and request one run per new commit, oldest first."""
+    repo, engine = kb.git(), kb.engine()
+    with engine.connect() as conn:
+        published = set(reads.published_commits(conn))
+        cursors = {**reads.branches(conn), **json.loads(context.cursor or "{}")}
+    branches = watched_branches(repo, [b for b in kb.watch_branches.split(",") if b])
+    plans = plan_branches(repo, branches, cursors, published, max_catchup=kb.max_catchup)
+    requests: list[dg.RunRequest] = []
+    shas: list[str] = []
+    for plan in plans:
+        for sha in plan.to_index:
+            if sha in shas:
+                continue
+            shas.append(sha)
+            tags = {"kb/source": "sensor", "kb/branch": plan.branch, "kb/reason": plan.reason}
+            request = dg.RunRequest(run_key=sha, partition_key=sha, run_config=index_config(), tags=tags)
+            requests.append(request)
+    new = [sha for sha in shas if not context.instance.has_dynamic_partition("commits", sha)]
+    with engine.begin() as conn:
+        for plan in plans:
+            writes.set_branch(conn, plan.branch, plan.tip)
+    cursor = {**cursors, **{plan.branch: plan.tip for plan in plans}}
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[commits.build_add_request(new)] if new else [],
+        cursor=json.dumps(cursor, sort_keys=True),
+    )

@@ -1,0 +1,126 @@
+"""Reads the MCP server needs per request: units by id, a snapshot's light index, history of ids.
+
+Every query is bounded by the request (a handful of ids, one snapshot) and driven by an index:
+artifacts by primary key, grounding by ``artifact_derived_from``'s primary key, occurrences
+through ``commit_file``'s (sha, path) key into ``blob_span``'s (blob_id, parser_version) prefix,
+snapshot membership by ``snapshot_entry``'s (sha, artifact_id) key or its ``artifact_id`` index.
+Values are always bound parameters. Exposed through ``kb_resources.store.reads``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Mapping
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
+
+from kb_resources.store.schema import artifact, artifact_derived_from, snapshot_entry, span_occurrence
+from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, _edge_order
+
+_IDS = ARRAY(sa.CHAR(64))
+_SHAS = ARRAY(sa.CHAR(40))
+
+
+class IndexRow(NamedTuple):
+    """One artifact of a snapshot, without its grounding: enough to find, rank and summarize it."""
+
+    artifact_id: str
+    kind: str
+    logical_key: str
+    method: str
+    confidence: float
+    payload: dict[str, Any]
+
+
+def bound_ids(name: str, ids: Collection[str]) -> sa.Cast[Any]:
+    """Bind artifact ids as ``char(64)[]`` so primary-key and index lookups are used."""
+    return sa.cast(sa.bindparam(name, sorted(set(ids)), type_=_IDS), _IDS)
+
+
+def bound_shas(name: str, shas: Collection[str]) -> sa.Cast[Any]:
+    """Bind commit shas as ``char(40)[]``."""
+    return sa.cast(sa.bindparam(name, sorted(set(shas)), type_=_SHAS), _SHAS)
+
+
+def snapshot_index(conn: sa.Connection, sha: str) -> list[IndexRow]:
+    """Every artifact of the snapshot of ``sha`` with its stored payload (one query, unsorted)."""
+    a = artifact.c
+    query = (
+        sa.select(a.artifact_id, a.kind, a.logical_key, a.method, a.confidence, a.payload)
+        .join(snapshot_entry, snapshot_entry.c.artifact_id == a.artifact_id)
+        .where(snapshot_entry.c.sha == sha)
+    )
+    return [IndexRow(*row) for row in conn.execute(query).all()]
+
+
+def _grounding_by_id(conn: sa.Connection, sha: str, ids: Collection[str]) -> dict[str, list[GroundingLine]]:
+    """The grounding edges of ``ids`` with their occurrence lines at ``sha`` (None when missing)."""
+    d, o = artifact_derived_from, span_occurrence
+    query = (
+        sa.select(d.c.artifact_id, d.c.span_id, d.c.path, d.c.role, o.c.start_line, o.c.end_line)
+        .select_from(d)
+        .outerjoin(o, sa.and_(o.c.sha == sha, o.c.path == d.c.path, o.c.span_id == d.c.span_id))
+        .where(d.c.artifact_id == sa.any_(bound_ids("ids", ids)))
+    )
+    grouped: dict[str, list[GroundingLine]] = defaultdict(list)
+    for artifact_id, *edge in conn.execute(query).all():
+        grouped[artifact_id].append(GroundingLine(*edge))
+    return grouped
+
+
+def records_by_id(conn: sa.Connection, sha: str, ids: Collection[str]) -> dict[str, ArtifactRecord]:
+    """The artifacts ``ids`` with their grounding placed at commit ``sha`` (two queries).
+
+    The caller vouches that the ids belong to the snapshot of ``sha``; ids not stored are absent.
+    """
+    if not ids:
+        return {}
+    a = artifact.c
+    query = sa.select(
+        a.artifact_id,
+        a.kind,
+        a.logical_key,
+        a.extractor_id,
+        a.extractor_version,
+        a.method,
+        a.confidence,
+        a.payload,
+        a.prompt_version,
+        a.model_id,
+    ).where(a.artifact_id == sa.any_(bound_ids("ids", ids)))
+    grounding = _grounding_by_id(conn, sha, ids)
+    out: dict[str, ArtifactRecord] = {}
+    for aid, kind, key, ex_id, ex_version, method, confidence, payload, prompt, model in conn.execute(query):
+        edges = tuple(sorted(grounding.get(aid, ()), key=_edge_order))
+        out[aid] = ArtifactRecord(
+            aid, kind, key, ex_id, ex_version, method, confidence, payload, edges, prompt, model
+        )
+    return out
+
+
+def present_in(conn: sa.Connection, sha: str, ids: Collection[str]) -> set[str]:
+    """Which of ``ids`` are in the snapshot of ``sha`` (primary-key probes)."""
+    if not ids:
+        return set()
+    query = sa.select(snapshot_entry.c.artifact_id).where(
+        snapshot_entry.c.sha == sha, snapshot_entry.c.artifact_id == sa.any_(bound_ids("ids", ids))
+    )
+    return set(conn.scalars(query))
+
+
+def snapshots_holding(
+    conn: sa.Connection, ids: Collection[str], shas: Collection[str]
+) -> Mapping[str, set[str]]:
+    """For each of ``ids``, which of the commits ``shas`` have it in their snapshot."""
+    if not ids or not shas:
+        return {}
+    s = snapshot_entry.c
+    query = sa.select(s.artifact_id, s.sha).where(
+        s.artifact_id == sa.any_(bound_ids("ids", ids)), s.sha == sa.any_(bound_shas("shas", shas))
+    )
+    held: dict[str, set[str]] = defaultdict(set)
+    for artifact_id, sha in conn.execute(query).all():
+        held[artifact_id].add(sha)
+    return held
