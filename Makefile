@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: install
-	$(BIN)/kb index .
+	$(BIN)/kb index . --gaps 5
 	$(BIN)/kb show . --limit 8
 
 lint: install

@@ -10,7 +10,7 @@ import dagster as dg
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.partitions import commits
-from kb_gates import gates
+from kb_gates import gates, history
 from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, validation_errors
 from kb_resources.resources import KnowbaseResource
 
@@ -88,9 +88,42 @@ def matches_griffe(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource)
     )
 
 
+@dg.asset_check(asset="code_spans", name="blob_cache_reproduces", blocking=True, partitions_def=commits)
+def blob_cache_reproduces(
+    context: dg.AssetCheckExecutionContext, kb: KnowbaseResource
+) -> dg.AssetCheckResult:
+    """A sample of the commit's blobs, re-parsed from scratch, matches the cache (incremental == full)."""
+    bad = history.cache_mismatches(
+        kb.git(), kb.engine(), context.partition_key, sample=kb.verify_sample, limits=kb.limits()
+    )
+    return _result(not bad, bad, sample=kb.verify_sample)
+
+
+@dg.asset_check(asset="knowledge_snapshot", name="invalidation_exact", partitions_def=commits)
+def invalidation_exact(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
+    """Against the indexed base: a unit's id changed exactly when its grounding changed."""
+    base, report = history.invalidation_against_base(kb.engine(), context.partition_key)
+    evidence = [*report.over_invalidated, *report.stale_survivors]
+    return _result(
+        report.exact,
+        evidence,
+        base=base or "none",
+        compared=report.compared,
+        reidentified=report.reidentified,
+        version_bumped=dict(report.version_bumped),
+    )
+
+
 def all_checks() -> list[dg.AssetChecksDefinition]:
     """Every asset check of the Definitions."""
-    checks = [span_frame_valid, zero_orphans, matches_grimp, matches_griffe]
+    checks = [
+        span_frame_valid,
+        blob_cache_reproduces,
+        zero_orphans,
+        invalidation_exact,
+        matches_grimp,
+        matches_griffe,
+    ]
     for ex in EXTRACTORS:
         checks.extend(extractor_checks(ex))
     return checks

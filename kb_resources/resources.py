@@ -43,6 +43,7 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
     parse_timeout_s: float = 10.0
     workers: int = 0
     watch_branches: str = ""
+    verify_sample: int = 16
     max_catchup: int = 50
 
     @classmethod
@@ -58,6 +59,7 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
             workers=settings.workers,
             watch_branches=",".join(settings.watch_branches),
             max_catchup=settings.max_catchup,
+            verify_sample=settings.verify_sample,
         )
 
     def settings(self) -> Settings:

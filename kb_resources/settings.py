@@ -33,6 +33,7 @@ class Settings:
     repo: str | None = None
     watch_branches: tuple[str, ...] = ()
     max_catchup: int = 50
+    verify_sample: int = 16
 
     def with_db_url(self, db_url: str | None) -> Settings:
         """Return a copy that uses ``db_url`` when one is given (the ``--db-url`` flag wins)."""
@@ -57,4 +58,5 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         repo=env.get("KB_REPO") or None,
         watch_branches=tuple(b for b in (env.get("KB_WATCH_BRANCHES") or "").split(",") if b),
         max_catchup=int(env.get("KB_MAX_CATCHUP") or 50),
+        verify_sample=int(env.get("KB_VERIFY_SAMPLE") or 16),
     )

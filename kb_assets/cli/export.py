@@ -103,12 +103,13 @@ def run_spans(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    """Print a handful of units for people: key, payload summary and ``file:lines@sha`` provenance."""
-    shown = 0
-    for sha, record in records(args):
-        if shown >= args.limit:
-            break
-        shown += 1
+    """Print a handful of units for people: key, payload summary and ``file:lines@sha`` provenance.
+
+    The sample is spread over the kinds present (round robin, in kind order) and prefers
+    first-party units, so a repository's own structure shows before its third-party imports.
+    """
+    chosen = sample_records(list(records(args)), args.limit)
+    for sha, record in chosen:
         grounding = [
             LocatedGrounding(g["span_id"], g["file"], g["role"], g["start_line"], g["end_line"])
             for g in record["grounding"]
@@ -117,10 +118,26 @@ def run_show(args: argparse.Namespace) -> int:
             f"{record['logical_key']}  [{record['kind']}, {record['method']}, "
             f"confidence {record['confidence']}]"
         )
-        payload = {k: v for k, v in record["payload"].items() if k not in ("importer", "imported")}
-        print(f"    {json.dumps(payload, sort_keys=True, ensure_ascii=False)}")
+        print(f"    {json.dumps(record['payload'], sort_keys=True, ensure_ascii=False)}")
         for line in provenance(grounding, sha[:12]):
             print(f"    grounded on {line}")
-    if shown == 0:
+    if not chosen:
         print("no knowledge units in this snapshot")
     return 0
+
+
+def sample_records(rows: list[tuple[str, dict[str, JSON]]], limit: int) -> list[tuple[str, dict[str, JSON]]]:
+    """Up to ``limit`` records, round robin over kinds, first-party (non-external) ones first."""
+    by_kind: dict[str, list[tuple[str, dict[str, JSON]]]] = {}
+    for row in rows:
+        by_kind.setdefault(row[1]["kind"], []).append(row)
+    queues = [
+        sorted(items, key=lambda r: (bool(r[1]["payload"].get("external")), r[1]["logical_key"]))
+        for _, items in sorted(by_kind.items())
+    ]
+    chosen: list[tuple[str, dict[str, JSON]]] = []
+    while len(chosen) < limit and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.append(queue.pop(0))
+    return chosen

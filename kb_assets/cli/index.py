@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--parent", default=None, metavar="REV", help="indexed commit to reuse (default: auto)"
     )
     group.add_argument("--full", action="store_true", help="re-parse everything; reuse nothing")
+    p.add_argument(
+        "--gaps", type=int, default=None, metavar="N", help="print at most N gap lines (default: all)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,8 +37,12 @@ def run(args: argparse.Namespace) -> int:
     if outcome.stats is None:
         raise CheckFailedError(list(outcome.failures) or ["the snapshot was not published"])
     print(summary_line(outcome.stats))
-    for gap in outcome.gaps:
+    shown = outcome.gaps if args.gaps is None else outcome.gaps[: max(args.gaps, 0)]
+    for gap in shown:
         print(gap_line(gap))
+    if len(shown) < len(outcome.gaps):
+        rest = len(outcome.gaps) - len(shown)
+        print(f"... and {rest} more gaps (`kb index --sha {outcome.sha[:12]}` lists them all)")
     for failure in outcome.failures:
         print(f"kb: check failed: {failure}", file=sys.stderr)
     return 1 if outcome.failures else 0

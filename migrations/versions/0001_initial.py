@@ -29,6 +29,7 @@ TABLES = (
     "staged_entry",
     "artifact_derived_from",
     "artifact",
+    "span_occurrence",
     "blob_span",
     "code_span",
     "parsed_blob",
@@ -36,14 +37,6 @@ TABLES = (
     "branch_ref",
     "commit_ref",
 )
-
-SPAN_OCCURRENCE_VIEW = """
-CREATE VIEW span_occurrence AS
-SELECT f.sha, f.path, b.ordinal, b.span_id, b.start_line, b.end_line
-  FROM commit_file f
-  JOIN commit_ref c ON c.sha = f.sha
-  JOIN blob_span b ON b.blob_id = f.blob_id AND b.parser_version = c.parser_version
-"""
 
 GROUNDED_CHECK_FUNCTION = """
 CREATE FUNCTION artifact_grounded_check() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -111,7 +104,6 @@ def _commits() -> None:
         sa.Column("base_sha", sa.CHAR(40), nullable=True),
         sa.Column("published_at", sa.TIMESTAMP(timezone=True), nullable=True),
         sa.Column("stats", JSONB(), nullable=False, server_default=sa.text("'{}'::jsonb")),
-        sa.Column("parser_version", sa.Text(), nullable=True),
         _pk("commit_ref", "sha"),
         _hex("commit_ref", "sha", 40),
         _hex("commit_ref", "tree_id", 40),
@@ -139,7 +131,6 @@ def _commits() -> None:
         _fk("commit_file", "sha", "commit_ref", cascade=True),
         _hex("commit_file", "blob_id", 40),
     )
-    op.create_index("ix_commit_file_blob_id", "commit_file", ["blob_id"])
 
 
 def _spans() -> None:
@@ -174,8 +165,21 @@ def _spans() -> None:
         _fk("blob_span", "span_id", "code_span"),
         _lines("blob_span"),
     )
-    op.create_index("ix_blob_span_span_id", "blob_span", ["span_id"])
-    op.execute(SPAN_OCCURRENCE_VIEW)
+    op.create_table(
+        "span_occurrence",
+        sa.Column("sha", sa.CHAR(40), nullable=False),
+        sa.Column("path", sa.Text(), nullable=False),
+        sa.Column("ordinal", sa.Integer(), nullable=False),
+        sa.Column("span_id", sa.CHAR(64), nullable=False),
+        sa.Column("start_line", sa.Integer(), nullable=False),
+        sa.Column("end_line", sa.Integer(), nullable=False),
+        _pk("span_occurrence", "sha", "path", "ordinal"),
+        _fk("span_occurrence", "sha", "commit_ref", cascade=True),
+        _fk("span_occurrence", "span_id", "code_span"),
+        _lines("span_occurrence"),
+    )
+    op.create_index("ix_span_occurrence_sha_span_id", "span_occurrence", ["sha", "span_id"])
+    op.create_index("ix_span_occurrence_span_id", "span_occurrence", ["span_id"])
 
 
 def _artifacts() -> None:
@@ -296,7 +300,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """Drop everything 0001 created except the vector extension (other schemas may use it)."""
-    op.execute("DROP VIEW IF EXISTS span_occurrence")
     for table in TABLES:
         op.drop_table(table)
     op.execute("DROP FUNCTION IF EXISTS artifact_grounded_check()")

@@ -1,0 +1,95 @@
+"""``kb watch``: follow local branches and index each new first-parent commit incrementally.
+
+The same decisions as the Dagster ``branch_sensor`` (``kb_assets.indexing.follow``), run from the
+CLI: for cron/CI (``--once``) or as a long-running loop. A branch's cursor (``branch_ref``) only
+advances past commits that were actually published, so a failed commit is retried next round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from kb_assets.cli.runner import index_commit
+from kb_assets.cli.session import Session, open_session
+from kb_assets.core.errors import BadInputError
+from kb_assets.core.summary import summary_line
+from kb_assets.indexing.follow import BranchPlan, plan_branches, watched_branches
+from kb_resources.store import reads, writes
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of ``kb watch``."""
+    p.add_argument(
+        "--branch", action="append", default=[], metavar="B", help="branch to follow (repeatable; * = all)"
+    )
+    p.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between checks")
+    p.add_argument("--once", action="store_true", help="index what is new once, then exit")
+    p.add_argument(
+        "--max-catchup",
+        type=int,
+        default=None,
+        metavar="N",
+        help="index only the new tip when a branch moved more than N commits (default 50)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Watch until interrupted (or once); exit 1 when a commit could not be published."""
+    session = open_session(args)
+    requested = list(args.branch) or list(session.settings.watch_branches)
+    unknown = sorted(set(requested) - set(session.repo.branches()) - {"*"})
+    if unknown:
+        raise BadInputError(f"no local branch named {', '.join(unknown)}; see `git branch --list`")
+    branches = watched_branches(session.repo, requested)
+    if not branches:
+        raise BadInputError(f"{session.repo.root} has no branch to watch yet; commit something first")
+    max_catchup = args.max_catchup if args.max_catchup is not None else session.settings.max_catchup
+    failed = False
+    try:
+        while True:
+            failed = _round(session, branches, max_catchup) or failed
+            if args.once:
+                break
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        print("kb: watch stopped", file=sys.stderr)
+        return 0
+    return 1 if failed else 0
+
+
+def _round(session: Session, branches: list[str], max_catchup: int) -> bool:
+    """One look at every branch; returns True when some commit failed."""
+    with session.store.engine.connect() as conn:
+        published = set(reads.published_commits(conn))
+        cursors = reads.branches(conn)
+    failed = False
+    for plan in plan_branches(session.repo, branches, cursors, published, max_catchup=max_catchup):
+        cursor, ok = _follow(session, plan)
+        failed = failed or not ok
+        if cursor is not None and cursor != cursors.get(plan.branch):
+            with session.store.engine.begin() as conn:
+                writes.set_branch(conn, plan.branch, cursor)
+    return failed
+
+
+def _follow(session: Session, plan: BranchPlan) -> tuple[str | None, bool]:
+    """Index the plan's commits in order; the new cursor and whether all of them were published."""
+    if not plan.to_index:
+        if plan.cursor != plan.tip:
+            print(f"{plan.branch}: up to date at {plan.tip[:12]}")
+        return plan.tip, True
+    if plan.reason in ("jumped", "force_push"):
+        print(f"{plan.branch}: {plan.reason.replace('_', ' ')}; indexing only the new tip {plan.tip[:12]}")
+    cursor = plan.cursor
+    for sha in plan.to_index:
+        outcome = index_commit(session, sha, source="watch")
+        for failure in outcome.failures:
+            print(f"kb: check failed: {failure}", file=sys.stderr)
+        if outcome.stats is None:
+            print(f"kb: {plan.branch}: {sha[:12]} was not published; will retry", file=sys.stderr)
+            return cursor, False
+        print(f"{plan.branch}: {summary_line(outcome.stats)}")
+        cursor = sha
+    return plan.tip, True
