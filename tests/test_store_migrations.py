@@ -44,7 +44,7 @@ def test_fresh_database_migrates_to_head(store: Store) -> None:
 
 
 def test_migration_matches_schema_metadata(store: Store) -> None:
-    """`alembic check` in code: autogenerate finds no difference between the migrations at head and schema.py."""
+    """`alembic check` in code: autogenerate finds no difference between head and schema.py."""
     drifted = sa.MetaData()
     for table in metadata.tables.values():
         table.to_metadata(drifted)

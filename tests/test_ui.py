@@ -20,6 +20,10 @@ from tests.gitfixtures import commit_tree, init_repo
 from tests.kbfixtures import KbEnv
 
 QUERY = "{ assetNodes { assetKey { path } assetChecksOrError { ... on AssetChecks { checks { name } } } } }"
+SENSORS = (
+    "{ repositoriesOrError { ... on RepositoryConnection "
+    "{ nodes { sensors { name sensorState { status } } } } } }"
+)
 
 
 def _free_port() -> int:
@@ -41,8 +45,8 @@ def _graphql(port: int, query: str) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_kb_ui_serves_the_asset_graph_on_loopback(kb_env: KbEnv, tmp_path: Path) -> None:
-    """`kb ui` starts dagster dev bound to 127.0.0.1; its GraphQL lists every deterministic asset
-    and the gate checks; stopping it leaves no process behind."""
+    """`kb ui` starts dagster dev bound to 127.0.0.1; its GraphQL lists every deterministic asset,
+    the gate checks and the running branch sensor; stopping it leaves no process behind."""
     repo = init_repo(tmp_path / "r")
     commit_tree(repo, {"a.py": "import os\n"}, "first")
     port = _free_port()
@@ -69,7 +73,17 @@ def test_kb_ui_serves_the_asset_graph_on_loopback(kb_env: KbEnv, tmp_path: Path)
         keys = {"/".join(n["assetKey"]["path"]) for n in nodes}
         assert {"commit_tree", "code_spans", "import_edges", "knowledge_snapshot"} <= keys
         checks = {c["name"] for n in nodes for c in n["assetChecksOrError"].get("checks", [])}
-        assert {"every_artifact_grounded", "ids_reproducible", "matches_grimp", "zero_orphans"} <= checks
+        assert {
+            "every_artifact_grounded",
+            "ids_reproducible",
+            "matches_grimp",
+            "zero_orphans",
+            "blob_cache_reproduces",
+            "invalidation_exact",
+        } <= checks
+        repos = _graphql(port, SENSORS)["data"]["repositoriesOrError"]["nodes"]
+        sensors = {s["name"]: s["sensorState"]["status"] for r in repos for s in r["sensors"]}
+        assert sensors == {"branch_sensor": "RUNNING"}
         other = _non_loopback_address()
         if other is not None:
             with pytest.raises(ConnectionRefusedError):

@@ -1,0 +1,60 @@
+"""``kb watch``: the sensor's logic from the CLI, on work trees and on bare repositories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.gitfixtures import commit_tree, init_repo, run_git
+from tests.kbfixtures import KbEnv
+
+
+def _commit(repo: Path, n: int) -> str:
+    return commit_tree(
+        repo, {"pkg/__init__.py": "", f"pkg/m{n}.py": f"import os\nimport pkg.m{n - 1}\n"}, f"c{n}"
+    )
+
+
+def test_watch_once_indexes_each_new_commit_and_remembers_the_cursor(kb_env: KbEnv, tmp_path: Path) -> None:
+    """`kb watch --once` indexes every new first-parent commit oldest first, incrementally, keeps
+    the cursor in the store, and a second run finds nothing to do."""
+    repo = init_repo(tmp_path / "r")
+    _commit(repo, 1)
+    assert kb_env.kb("index", repo).code == 0
+    second, third = _commit(repo, 2), _commit(repo, 3)
+    res = kb_env.kb("watch", repo, "--once")
+    assert res.code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert [line.split()[2] for line in lines] == [second[:12], third[:12]]
+    assert all(line.startswith("main: indexed ") and "(incremental)" in line for line in lines)
+    status = kb_env.kb("status", repo, "--json").jsonl()[0]
+    assert status["branches"]["main"]["watched"] is True
+    assert status["branches"]["main"]["indexed"] == third
+    again = kb_env.kb("watch", repo, "--once")
+    assert again.code == 0
+    assert "indexed" not in again.stdout
+
+
+def test_watch_follows_a_bare_repository_receiving_pushes(kb_env: KbEnv, tmp_path: Path) -> None:
+    """A bare repository that receives pushes is followed the same way (no work tree needed)."""
+    bare = init_repo(tmp_path / "server.git", bare=True)
+    work = init_repo(tmp_path / "work")
+    run_git(work, "remote", "add", "origin", str(bare))
+    _commit(work, 1)
+    run_git(work, "push", "-q", "origin", "main")
+    first = kb_env.kb("watch", bare, "--once", "--branch", "main")
+    assert first.code == 0, first.stderr
+    assert "indexed" in first.stdout
+    pushed = _commit(work, 2)
+    run_git(work, "push", "-q", "origin", "main")
+    second = kb_env.kb("watch", bare, "--once", "--branch", "main")
+    assert second.code == 0, second.stderr
+    assert f"indexed {pushed[:12]} (incremental)" in second.stdout
+
+
+def test_watch_rejects_an_unknown_branch(kb_env: KbEnv, tmp_path: Path) -> None:
+    """An unknown --branch is bad input: exit 2 with one line."""
+    repo = init_repo(tmp_path / "r")
+    _commit(repo, 1)
+    res = kb_env.kb("watch", repo, "--once", "--branch", "nope")
+    assert res.code == 2
+    assert "nope" in res.stderr
