@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 
 from kb_assets.core.extractors.base import Collector, Extractor
+from kb_assets.core.extractors.event_handlers import EventHandlersExtractor
 from kb_assets.core.extractors.imports import ImportsExtractor
 from kb_assets.core.extractors.public_api import PublicApiExtractor
 from kb_assets.core.ids import NORMALIZATION_VERSION
 from kb_assets.core.symbols.collect import SymbolsCollector
 
-EXTRACTORS: tuple[Extractor, ...] = (ImportsExtractor(), PublicApiExtractor())
+EXTRACTORS: tuple[Extractor, ...] = (ImportsExtractor(), PublicApiExtractor(), EventHandlersExtractor())
 
 COLLECTORS: tuple[Collector, ...] = (SymbolsCollector(),)
 
