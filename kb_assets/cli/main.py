@@ -31,7 +31,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``kb`` argument parser."""
-    from kb_assets.cli import export, index, status, store_cmds, ui, watch
+    from kb_assets.cli import export, index, introspect, status, store_cmds, ui, watch
 
     parser = _Parser(prog="kb", description="knowbase: grounded, versioned knowledge of a git repository")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for unexpected errors")
@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         ("ui", "start the Dagster UI for this repository (loopback)", ui.add_arguments, ui.run),
         ("watch", "follow branches and index each new commit", watch.add_arguments, watch.run),
+        (
+            "introspect",
+            "list the routes FastAPI serves for MODULE:APP (sandboxed)",
+            introspect.add_arguments,
+            introspect.run,
+        ),
     ]
     for name, help_text, add, handler in registrations:
         p = sub.add_parser(name, help=help_text, description=help_text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
+from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Collector, Extractor
 from kb_assets.core.extractors.event_handlers import EventHandlersExtractor
 from kb_assets.core.extractors.imports import ImportsExtractor
@@ -16,7 +17,12 @@ from kb_assets.core.extractors.public_api import PublicApiExtractor
 from kb_assets.core.ids import NORMALIZATION_VERSION
 from kb_assets.core.symbols.collect import SymbolsCollector
 
-EXTRACTORS: tuple[Extractor, ...] = (ImportsExtractor(), PublicApiExtractor(), EventHandlersExtractor())
+EXTRACTORS: tuple[Extractor, ...] = (
+    ImportsExtractor(),
+    PublicApiExtractor(),
+    ApiRoutesExtractor(),
+    EventHandlersExtractor(),
+)
 
 COLLECTORS: tuple[Collector, ...] = (SymbolsCollector(),)
 
