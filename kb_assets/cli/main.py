@@ -31,7 +31,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``kb`` argument parser."""
-    from kb_assets.cli import export, index, introspect, status, store_cmds, ui, watch
+    from kb_assets.cli import diff, export, index, introspect, status, store_cmds, ui, watch
+    from kb_mcp import cli as serve
 
     parser = _Parser(prog="kb", description="knowbase: grounded, versioned knowledge of a git repository")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for unexpected errors")
@@ -60,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         ("ui", "start the Dagster UI for this repository (loopback)", ui.add_arguments, ui.run),
         ("watch", "follow branches and index each new commit", watch.add_arguments, watch.run),
+        ("diff", "knowledge added, removed and changed between two commits", diff.add_arguments, diff.run),
+        (
+            "serve",
+            "the MCP server over stdio (read-only; --http for loopback HTTP)",
+            serve.add_arguments,
+            serve.run,
+        ),
         (
             "introspect",
             "list the routes FastAPI serves for MODULE:APP (sandboxed)",
@@ -77,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kb`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["serve"]:  # fast start: the MCP server needs none of the other commands' imports
+        from kb_mcp.cli import main as serve_main
+
+        return serve_main(argv[1:])
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     try:

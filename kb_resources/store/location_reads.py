@@ -1,9 +1,8 @@
-"""Reads by location for the MCP server: a file at a commit, the spans over a line, what is built on them.
+"""Reads by location for the MCP server: a file at a commit and the spans over one of its lines.
 
 Each query starts from ``commit_file``'s (sha, path) key and reaches spans through the commit's
-``blob_span`` rows (the ``span_occurrence`` view), then artifacts through the ``span_id`` index of
-``artifact_derived_from`` and snapshot membership through ``snapshot_entry``'s key: no scan of a
-whole commit, whatever the repository's size. Exposed through ``kb_resources.store.reads``.
+``blob_span`` rows (the ``span_occurrence`` view): no scan of a whole commit, whatever the
+repository's size. Exposed through ``kb_resources.store.reads``.
 """
 
 from __future__ import annotations
@@ -13,12 +12,10 @@ from typing import NamedTuple
 import sqlalchemy as sa
 
 from kb_resources.store.schema import (
-    artifact_derived_from,
     code_span,
     commit_file,
     commit_ref,
     parsed_blob,
-    snapshot_entry,
     span_occurrence,
 )
 
@@ -41,15 +38,6 @@ class CoveringSpan(NamedTuple):
     fq_symbol_path: str
     start_line: int
     end_line: int
-
-
-class GroundedUnit(NamedTuple):
-    """A snapshot artifact grounded on a span of one file, with that span's name and kind."""
-
-    artifact_id: str
-    span_id: str
-    fq_symbol_path: str
-    span_kind: str
 
 
 def file_at(conn: sa.Connection, sha: str, path: str) -> FileAt | None:
@@ -76,26 +64,4 @@ def spans_covering(conn: sa.Connection, sha: str, path: str, line: int) -> list[
     )
     rows = [CoveringSpan(*row) for row in conn.execute(query).all()]
     rows.sort(key=lambda s: (s.end_line - s.start_line, -s.start_line, s.fq_symbol_path, s.span_id))
-    return rows
-
-
-def units_grounded_in(
-    conn: sa.Connection, sha: str, path: str, line: int | None = None
-) -> list[GroundedUnit]:
-    """Snapshot artifacts of ``sha`` grounded on spans of ``path`` (only spans over ``line`` if given)."""
-    o, d, s = span_occurrence.c, artifact_derived_from.c, snapshot_entry.c
-    clauses = [o.sha == sha, o.path == path]
-    if line is not None:
-        clauses += [o.start_line <= line, o.end_line >= line]
-    query = (
-        sa.select(d.artifact_id, d.span_id, code_span.c.fq_symbol_path, code_span.c.kind)
-        .select_from(span_occurrence)
-        .join(code_span, code_span.c.span_id == o.span_id)
-        .join(artifact_derived_from, sa.and_(d.span_id == o.span_id, d.path == o.path))
-        .join(snapshot_entry, sa.and_(s.artifact_id == d.artifact_id, s.sha == o.sha))
-        .where(*clauses)
-        .distinct()
-    )
-    rows = [GroundedUnit(*row) for row in conn.execute(query).all()]
-    rows.sort()
     return rows

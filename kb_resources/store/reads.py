@@ -27,6 +27,12 @@ from kb_resources.store.commit_reads import (
     staged_payloads,
     ungrounded_staged,
 )
+from kb_resources.store.location_reads import (
+    CoveringSpan,
+    FileAt,
+    file_at,
+    spans_covering,
+)
 from kb_resources.store.schema import (
     artifact,
     blob_span,
@@ -39,30 +45,50 @@ from kb_resources.store.schema import (
     parsed_blob,
     snapshot_entry,
 )
+from kb_resources.store.serving_reads import (
+    embedding_model,
+    nearest_artifacts,
+    present_in,
+    records_by_id,
+    snapshots_holding,
+)
+from kb_resources.store.snapshot_load import LoadedSnapshot, SpanName, load_snapshot
 from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, orphans, snapshot_records
 
 __all__ = [
     "ArtifactRecord",
     "CachedBlob",
     "CommitFile",
+    "CoveringSpan",
+    "FileAt",
     "GroundingLine",
+    "LoadedSnapshot",
+    "SpanName",
     "SpanOccurrence",
     "artifact_counts",
     "blob_summaries",
     "branches",
     "commit_files",
     "commit_stats",
+    "embedding_model",
+    "file_at",
     "gaps",
     "is_published",
     "load_parsed_blobs",
+    "load_snapshot",
+    "nearest_artifacts",
     "occurrence_count",
     "occurrence_digest",
     "orphans",
     "parsed_blob_ids",
+    "present_in",
     "published_commits",
+    "records_by_id",
     "snapshot_artifact_ids",
     "snapshot_records",
+    "snapshots_holding",
     "span_occurrences",
+    "spans_covering",
     "staged_artifact_ids",
     "staged_grounding_counts",
     "staged_payloads",

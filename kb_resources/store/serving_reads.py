@@ -1,4 +1,4 @@
-"""Reads the MCP server needs per request: units by id, a snapshot's light index, history of ids.
+"""Reads the MCP server needs per request: units by id, snapshot membership, nearest embeddings.
 
 Every query is bounded by the request (a handful of ids, one snapshot) and driven by an index:
 artifacts by primary key, grounding by ``artifact_derived_from``'s primary key, occurrences
@@ -10,8 +10,8 @@ Values are always bound parameters. Exposed through ``kb_resources.store.reads``
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -23,17 +23,6 @@ _IDS = ARRAY(sa.CHAR(64))
 _SHAS = ARRAY(sa.CHAR(40))
 
 
-class IndexRow(NamedTuple):
-    """One artifact of a snapshot, without its grounding: enough to find, rank and summarize it."""
-
-    artifact_id: str
-    kind: str
-    logical_key: str
-    method: str
-    confidence: float
-    payload: dict[str, Any]
-
-
 def bound_ids(name: str, ids: Collection[str]) -> sa.Cast[Any]:
     """Bind artifact ids as ``char(64)[]`` so primary-key and index lookups are used."""
     return sa.cast(sa.bindparam(name, sorted(set(ids)), type_=_IDS), _IDS)
@@ -42,17 +31,6 @@ def bound_ids(name: str, ids: Collection[str]) -> sa.Cast[Any]:
 def bound_shas(name: str, shas: Collection[str]) -> sa.Cast[Any]:
     """Bind commit shas as ``char(40)[]``."""
     return sa.cast(sa.bindparam(name, sorted(set(shas)), type_=_SHAS), _SHAS)
-
-
-def snapshot_index(conn: sa.Connection, sha: str) -> list[IndexRow]:
-    """Every artifact of the snapshot of ``sha`` with its stored payload (one query, unsorted)."""
-    a = artifact.c
-    query = (
-        sa.select(a.artifact_id, a.kind, a.logical_key, a.method, a.confidence, a.payload)
-        .join(snapshot_entry, snapshot_entry.c.artifact_id == a.artifact_id)
-        .where(snapshot_entry.c.sha == sha)
-    )
-    return [IndexRow(*row) for row in conn.execute(query).all()]
 
 
 def _grounding_by_id(conn: sa.Connection, sha: str, ids: Collection[str]) -> dict[str, list[GroundingLine]]:
@@ -124,3 +102,32 @@ def snapshots_holding(
     for artifact_id, sha in conn.execute(query).all():
         held[artifact_id].add(sha)
     return held
+
+
+def embedding_model(conn: sa.Connection, sha: str) -> str | None:
+    """The embedding model of the snapshot's embedded artifacts (None when none is embedded yet)."""
+    a = artifact.c
+    query = (
+        sa.select(a.embedding_model_id)
+        .join(snapshot_entry, snapshot_entry.c.artifact_id == a.artifact_id)
+        .where(snapshot_entry.c.sha == sha, a.embedding.is_not(None))
+        .order_by(a.embedding_model_id)
+        .limit(1)
+    )
+    return conn.scalar(query)
+
+
+def nearest_artifacts(
+    conn: sa.Connection, sha: str, model_id: str, vector: Sequence[float], k: int
+) -> list[tuple[str, float]]:
+    """The ``k`` artifacts of the snapshot of ``sha`` nearest to ``vector`` (cosine distance)."""
+    a = artifact.c
+    distance = a.embedding.cosine_distance(list(vector))
+    query = (
+        sa.select(a.artifact_id, distance)
+        .join(snapshot_entry, snapshot_entry.c.artifact_id == a.artifact_id)
+        .where(snapshot_entry.c.sha == sha, a.embedding_model_id == model_id, a.embedding.is_not(None))
+        .order_by(distance, a.artifact_id)
+        .limit(k)
+    )
+    return [(aid, float(d)) for aid, d in conn.execute(query).all()]

@@ -17,7 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from kb_assets.core.errors import GroundingError
 from kb_assets.core.ids import canonical_json
 from kb_assets.core.models import JSON, Artifact, Gap, ParsedBlob
-from kb_resources.store.bulk import copy_new_rows, copy_rows
+from kb_resources.store.bulk import ANALYZE_AFTER_ROWS, copy_new_rows, copy_rows
 from kb_resources.store.schema import (
     artifact_derived_from,
     branch_ref,
@@ -170,6 +170,8 @@ def publish_snapshot(
     if extractor_ids is not None:
         staged = staged.where(staged_entry.c.extractor_id.in_(sorted(set(extractor_ids))))
     published = conn.execute(sa.insert(snapshot_entry).from_select(["sha", "artifact_id"], staged)).rowcount
+    if published >= ANALYZE_AFTER_ROWS:
+        conn.execute(sa.text("ANALYZE snapshot_entry"))  # the planner must not think it holds 19 rows
     marked = conn.execute(
         sa.update(commit_ref)
         .where(commit_ref.c.sha == sha)

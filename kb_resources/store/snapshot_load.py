@@ -1,0 +1,126 @@
+"""A whole published snapshot in memory: every artifact with its grounding placed at the commit.
+
+The MCP server keeps one of these per commit it serves (a published snapshot never changes), so
+requests are answered without a query per unit. Loading takes five simple queries, each a single
+index or sequential scan (no multi-way join whose plan depends on fresh statistics, which a
+just-published snapshot may not have yet), joined in Python by (path -> blob) and
+(blob, span -> lines). The result says the same as ``snapshot_reads.snapshot_records``: an edge
+whose span does not occur at its path has no lines. Exposed through ``kb_resources.store.reads``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
+
+from kb_resources.store.schema import (
+    artifact,
+    artifact_derived_from,
+    blob_span,
+    code_span,
+    commit_file,
+    commit_ref,
+    snapshot_entry,
+)
+from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, _edge_order
+
+_IDS = ARRAY(sa.CHAR(64))
+_BLOBS = ARRAY(sa.CHAR(40))
+
+
+class SpanName(NamedTuple):
+    """What a grounding span is: its kind and qualified name inside its file."""
+
+    kind: str
+    fq_symbol_path: str
+
+
+class LoadedSnapshot(NamedTuple):
+    """The records of a snapshot (sorted by logical key, kind, id) and the names of their spans."""
+
+    records: list[ArtifactRecord]
+    spans: dict[str, SpanName]
+
+
+def _edges(conn: sa.Connection, sha: str) -> list[tuple[str, str, str, str]]:
+    """(artifact_id, span_id, path, role) of every grounding edge of the snapshot."""
+    d, s = artifact_derived_from.c, snapshot_entry.c
+    query = (
+        sa.select(d.artifact_id, d.span_id, d.path, d.role)
+        .join(snapshot_entry, s.artifact_id == d.artifact_id)
+        .where(s.sha == sha)
+    )
+    return [(aid, span_id, path, role) for aid, span_id, path, role in conn.execute(query).all()]
+
+
+def _lines(
+    conn: sa.Connection, sha: str, paths: set[str], span_ids: set[str]
+) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """(path, span_id) -> the occurrences' (start, end) lines at ``sha``, for the given paths."""
+    version = conn.scalar(sa.select(commit_ref.c.parser_version).where(commit_ref.c.sha == sha))
+    files = sa.select(commit_file.c.path, commit_file.c.blob_id).where(commit_file.c.sha == sha)
+    paths_of: dict[str, list[str]] = defaultdict(list)
+    for path, blob in conn.execute(files).all():
+        if path in paths:
+            paths_of[blob].append(path)
+    b = blob_span.c
+    query = sa.select(b.blob_id, b.span_id, b.start_line, b.end_line).where(
+        b.parser_version == version,
+        b.blob_id == sa.any_(sa.cast(sa.bindparam("blobs", sorted(paths_of), type_=_BLOBS), _BLOBS)),
+        b.span_id == sa.any_(sa.cast(sa.bindparam("spans", sorted(span_ids), type_=_IDS), _IDS)),
+    )
+    lines: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+    for blob, span_id, start, end in conn.execute(query.order_by(b.blob_id, b.ordinal)).all():
+        for path in paths_of[blob]:
+            lines[(path, span_id)].append((start, end))
+    return lines
+
+
+def _span_names(conn: sa.Connection, span_ids: set[str]) -> dict[str, SpanName]:
+    """The kind and qualified name of each span."""
+    ids = sa.cast(sa.bindparam("ids", sorted(span_ids), type_=_IDS), _IDS)
+    query = sa.select(code_span.c.span_id, code_span.c.kind, code_span.c.fq_symbol_path).where(
+        code_span.c.span_id == sa.any_(ids)
+    )
+    return {span_id: SpanName(kind, fq) for span_id, kind, fq in conn.execute(query).all()}
+
+
+def load_snapshot(conn: sa.Connection, sha: str) -> LoadedSnapshot:
+    """Every artifact of the published snapshot of ``sha``, grounding placed at ``sha``."""
+    edges = _edges(conn, sha)
+    span_ids = {e[1] for e in edges}
+    lines = _lines(conn, sha, {e[2] for e in edges}, span_ids)
+    grounding: dict[str, list[GroundingLine]] = defaultdict(list)
+    for artifact_id, span_id, path, role in edges:
+        for start, end in lines.get((path, span_id)) or [(None, None)]:  # type: ignore[list-item]
+            grounding[artifact_id].append(GroundingLine(span_id, path, role, start, end))
+    a = artifact.c
+    query = (
+        sa.select(
+            a.artifact_id,
+            a.kind,
+            a.logical_key,
+            a.extractor_id,
+            a.extractor_version,
+            a.method,
+            a.confidence,
+            a.payload,
+            a.prompt_version,
+            a.model_id,
+        )
+        .join(snapshot_entry, snapshot_entry.c.artifact_id == a.artifact_id)
+        .where(snapshot_entry.c.sha == sha)
+    )
+    records = []
+    for aid, kind, key, ex_id, ex_version, method, confidence, payload, prompt, model in conn.execute(query):
+        edges_of = tuple(sorted(grounding.get(aid, ()), key=_edge_order))
+        records.append(
+            ArtifactRecord(
+                aid, kind, key, ex_id, ex_version, method, confidence, payload, edges_of, prompt, model
+            )
+        )
+    records.sort(key=lambda r: (r.logical_key, r.kind, r.artifact_id))
+    return LoadedSnapshot(records, _span_names(conn, span_ids))
