@@ -1,7 +1,14 @@
-"""The index job: which assets one commit's run materializes, and its run config.
+"""The jobs of one commit: index it, and verify it against the independent oracles.
 
-Kept apart from ``definitions`` so the sensor, the CLI runner and the Definitions share one
-description of "index a commit" without importing each other.
+Indexing materializes the deterministic assets with their invariant checks (the blocking ones
+stop the snapshot). The oracle checks — knowbase's edges and surface against grimp's and griffe's
+own view of the commit — export the tree and run other tools, which costs more than indexing a
+large repository, so they live in their own job: ``kb index`` runs it inline for small commits
+(or with ``--verify``), ``kb verify`` runs it on demand, and the ``verify_after_index`` sensor
+runs it after every index run launched from Dagster.
+
+Kept apart from ``definitions`` so the sensors, the CLI runner and the Definitions share one
+description of these jobs without importing each other.
 """
 
 from __future__ import annotations
@@ -13,6 +20,10 @@ import dagster as dg
 from kb_assets.core.extractors.registry import EXTRACTORS
 
 INDEX_JOB = "index_commit"
+VERIFY_JOB = "verify_commit"
+
+ORACLE_ASSET = "oracle_agreement"
+"""The asset whose checks compare the commit with grimp and griffe; built by ``VERIFY_JOB`` only."""
 
 DETERMINISTIC_ASSETS = [
     "commit_tree",
@@ -32,7 +43,7 @@ def index_config(parent: str | None = None, full: bool = False) -> dict[str, Any
     }
 
 
-def index_job() -> dg.UnresolvedAssetJobDefinition:
+def _index_job() -> dg.UnresolvedAssetJobDefinition:
     """Index one commit: ingest, parse, every deterministic extractor, publish (with their checks)."""
     return dg.define_asset_job(
         INDEX_JOB,
@@ -40,3 +51,32 @@ def index_job() -> dg.UnresolvedAssetJobDefinition:
         description="Index one commit: ingest, parse, every deterministic extractor, publish.",
         executor_def=dg.in_process_executor,
     )
+
+
+def _verify_job() -> dg.UnresolvedAssetJobDefinition:
+    """Verify one indexed commit against the independent oracles (grimp, griffe)."""
+    return dg.define_asset_job(
+        VERIFY_JOB,
+        selection=dg.AssetSelection.assets(ORACLE_ASSET),
+        description="Compare the commit's knowledge with grimp's and griffe's own view of it.",
+        executor_def=dg.in_process_executor,
+    )
+
+
+def quiet_config() -> dict[str, Any]:
+    """Run config that keeps Dagster's console logger quiet (the CLI prints its own summary)."""
+    return {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+_INDEX = _index_job()
+_VERIFY = _verify_job()
+
+
+def index_job() -> dg.UnresolvedAssetJobDefinition:
+    """The one index job object (Dagster refuses two job objects of one name)."""
+    return _INDEX
+
+
+def verify_job() -> dg.UnresolvedAssetJobDefinition:
+    """The one verify job object."""
+    return _VERIFY

@@ -11,7 +11,7 @@ import json
 import dagster as dg
 
 from kb_assets.indexing.follow import plan_branches, watched_branches
-from kb_assets.jobs import INDEX_JOB, index_config
+from kb_assets.jobs import INDEX_JOB, index_config, index_job, quiet_config, verify_job
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
 from kb_resources.store import reads, writes
@@ -52,3 +52,22 @@ def branch_sensor(context: dg.SensorEvaluationContext, kb: KnowbaseResource) -> 
         dynamic_partitions_requests=[commits.build_add_request(new)] if new else [],
         cursor=json.dumps(cursor, sort_keys=True),
     )
+
+
+@dg.run_status_sensor(
+    name="verify_after_index",
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    monitored_jobs=[index_job()],
+    request_job=verify_job(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="After each successful index run, verifies the commit against grimp and griffe.",
+)
+def verify_after_index(context: dg.RunStatusSensorContext) -> dg.RunRequest | dg.SkipReason:
+    """Request the oracle checks for the partition an index run just published."""
+    run = context.dagster_run
+    partition = run.tags.get("dagster/partition")
+    if not partition:
+        return dg.SkipReason(f"run {run.run_id} has no commit partition")
+    if run.tags.get("kb/verify") == "inline":
+        return dg.SkipReason(f"{partition[:12]} was verified by the run itself")
+    return dg.RunRequest(run_key=f"verify:{run.run_id}", partition_key=partition, run_config=quiet_config())

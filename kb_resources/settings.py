@@ -34,6 +34,7 @@ class Settings:
     watch_branches: tuple[str, ...] = ()
     max_catchup: int = 50
     verify_sample: int = 16
+    verify_max_files: int = 1000
 
     def with_db_url(self, db_url: str | None) -> Settings:
         """Return a copy that uses ``db_url`` when one is given (the ``--db-url`` flag wins)."""
@@ -59,4 +60,5 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         watch_branches=tuple(b for b in (env.get("KB_WATCH_BRANCHES") or "").split(",") if b),
         max_catchup=int(env.get("KB_MAX_CATCHUP") or 50),
         verify_sample=int(env.get("KB_VERIFY_SAMPLE") or 16),
+        verify_max_files=int(env.get("KB_VERIFY_MAX_FILES") or 1000),
     )

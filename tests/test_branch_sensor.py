@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -32,7 +33,7 @@ def _commit(repo: Path, n: int) -> str:
 def _evaluate(
     kb_env: KbEnv, repo: Path, instance: dg.DagsterInstance, cursor: str | None, **overrides: object
 ) -> dg.SensorResult:
-    config: dict[str, object] = {
+    config: dict[str, Any] = {
         "repo": str(repo),
         "kb_home": str(kb_env.home),
         "dagster_home": str(kb_env.home / "dagster"),

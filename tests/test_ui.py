@@ -83,7 +83,7 @@ def test_kb_ui_serves_the_asset_graph_on_loopback(kb_env: KbEnv, tmp_path: Path)
         } <= checks
         repos = _graphql(port, SENSORS)["data"]["repositoriesOrError"]["nodes"]
         sensors = {s["name"]: s["sensorState"]["status"] for r in repos for s in r["sensors"]}
-        assert sensors == {"branch_sensor": "RUNNING"}
+        assert sensors == {"branch_sensor": "RUNNING", "verify_after_index": "RUNNING"}
         other = _non_loopback_address()
         if other is not None:
             with pytest.raises(ConnectionRefusedError):

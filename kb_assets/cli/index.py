@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kb_assets.cli.runner import index_commit
+from kb_assets.cli.runner import CheckReport, index_commit
 from kb_assets.cli.session import Session, open_session
 from kb_assets.core.errors import BadInputError, CheckFailedError
 from kb_assets.core.summary import gap_line, summary_line
@@ -25,6 +25,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--gaps", type=int, default=None, metavar="N", help="print at most N gap lines (default: all)"
     )
+    verify = p.add_mutually_exclusive_group()
+    verify.add_argument(
+        "--verify",
+        action="store_true",
+        default=None,
+        help="also run the oracle checks (grimp, griffe); default: only for commits of <= 1000 files",
+    )
+    verify.add_argument(
+        "--no-verify", dest="verify", action="store_false", help="never run the oracle checks"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     sha = session.repo.resolve(args.sha)
     if args.parent is not None:
         check_parent(session, args.parent)
-    outcome = index_commit(session, sha, parent=args.parent, full=args.full)
+    outcome = index_commit(session, sha, parent=args.parent, full=args.full, verify=args.verify)
     if outcome.stats is None:
         raise CheckFailedError(list(outcome.failures) or ["the snapshot was not published"])
     print(summary_line(outcome.stats))
@@ -43,9 +53,18 @@ def run(args: argparse.Namespace) -> int:
     if len(shown) < len(outcome.gaps):
         rest = len(outcome.gaps) - len(shown)
         print(f"... and {rest} more gaps (`kb index --sha {outcome.sha[:12]}` lists them all)")
-    for failure in outcome.failures:
-        print(f"kb: check failed: {failure}", file=sys.stderr)
+    report_checks(outcome.checks)
+    if not outcome.verified:
+        print(f"kb: oracle checks deferred; run `kb verify --sha {sha[:12]}`", file=sys.stderr)
     return 1 if outcome.failures else 0
+
+
+def report_checks(checks: CheckReport) -> None:
+    """Failed checks and warnings on stderr, one line each."""
+    for failure in checks.failures:
+        print(f"kb: check failed: {failure}", file=sys.stderr)
+    for warning in checks.warnings:
+        print(f"kb: warning: {warning}", file=sys.stderr)
 
 
 def check_parent(session: Session, parent: str) -> None:

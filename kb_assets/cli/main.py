@@ -31,7 +31,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``kb`` argument parser."""
-    from kb_assets.cli import diff, export, index, introspect, status, store_cmds, ui, watch
+    from kb_assets.cli import diff, export, index, introspect, status, store_cmds, ui, verify, watch
     from kb_mcp import cli as serve
 
     parser = _Parser(prog="kb", description="knowbase: grounded, versioned knowledge of a git repository")
@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         ("ui", "start the Dagster UI for this repository (loopback)", ui.add_arguments, ui.run),
         ("watch", "follow branches and index each new commit", watch.add_arguments, watch.run),
+        (
+            "verify",
+            "compare an indexed commit with grimp's and griffe's view",
+            verify.add_arguments,
+            verify.run,
+        ),
         ("diff", "knowledge added, removed and changed between two commits", diff.add_arguments, diff.run),
         (
             "serve",

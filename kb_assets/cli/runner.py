@@ -1,14 +1,15 @@
-"""Indexing one commit through the Dagster Definitions, in this process, on the persistent instance.
+"""Running knowbase's jobs for one commit through the Dagster Definitions, in this process, on
+the persistent instance.
 
-Shared by ``kb index`` and ``kb watch`` so both produce runs that show up in ``kb ui`` and go
-through exactly the same assets and checks as a run launched from the UI or the sensor.
+Shared by ``kb index``, ``kb verify`` and ``kb watch`` so every run shows up in ``kb ui`` and goes
+through exactly the same assets and checks as a run launched from the UI or a sensor.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kb_assets.cli.progress import TerminalProgress
@@ -23,13 +24,33 @@ SNAPSHOT_ASSET = "knowledge_snapshot"
 
 
 @dataclass(frozen=True, slots=True)
+class CheckReport:
+    """What the checks of one or more runs said: failures (ERROR) and warnings (WARN)."""
+
+    failures: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    passed: tuple[str, ...] = ()
+
+    def __add__(self, other: CheckReport) -> CheckReport:
+        return CheckReport(
+            self.failures + other.failures, self.warnings + other.warnings, self.passed + other.passed
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class IndexOutcome:
-    """What one index run did: its stats when it published, its gaps and failed checks."""
+    """What one index run did: its stats when it published, its gaps and its checks."""
 
     sha: str
     stats: IndexStats | None
     gaps: tuple[Gap, ...]
-    failures: tuple[str, ...]
+    checks: CheckReport = field(default_factory=CheckReport)
+    verified: bool = False
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Checks that failed (a failed blocking check means nothing was published)."""
+        return self.checks.failures
 
     @property
     def published(self) -> bool:
@@ -37,29 +58,67 @@ class IndexOutcome:
         return self.stats is not None
 
 
+def should_verify(session: Session, sha: str, requested: bool | None) -> bool:
+    """Whether to run the oracle checks inline: as requested, else when the commit is small."""
+    if requested is not None:
+        return requested
+    return len(session.repo.python_files(sha)) <= session.settings.verify_max_files
+
+
 def index_commit(
-    session: Session, sha: str, *, parent: str | None = None, full: bool = False, source: str = "cli"
+    session: Session,
+    sha: str,
+    *,
+    parent: str | None = None,
+    full: bool = False,
+    source: str = "cli",
+    verify: bool | None = None,
 ) -> IndexOutcome:
-    """Materialize the commit's partition of every deterministic asset (and their checks)."""
-    from kb_assets.cli.instance import open_instance  # Dagster is imported only when indexing
-    from kb_assets.definitions import build_definitions
+    """Materialize the commit's partition of every deterministic asset (and their checks), then
+    verify it against the oracles when ``verify`` says so (None: when the commit is small)."""
     from kb_assets.jobs import INDEX_JOB, index_config
+
+    inline = should_verify(session, sha, verify)
+    tags = {"kb/source": source, "kb/verify": "inline" if inline else "deferred"}
+    result = run_job(session, INDEX_JOB, sha, index_config(parent, full), tags)
+    published = any(
+        event.asset_key is not None and event.asset_key.to_user_string() == SNAPSHOT_ASSET
+        for event in result.get_asset_materialization_events()
+    )
+    checks = check_report(result)
+    if published and inline:
+        checks = checks + verify_commit(session, sha, source=source)
+    with session.store.engine.connect() as conn:
+        row = reads.commit_stats(conn, sha) if published else None
+        gaps = sorted(reads.gaps(conn, sha), key=lambda g: (g.path, g.line or 0, g.reason, g.source))
+    stats = IndexStats(sha=sha, **row) if row is not None else None
+    return IndexOutcome(sha=sha, stats=stats, gaps=tuple(gaps), checks=checks, verified=published and inline)
+
+
+def verify_commit(session: Session, sha: str, *, source: str = "cli") -> CheckReport:
+    """Run the oracle checks (grimp, griffe) for an indexed commit."""
+    from kb_assets.jobs import VERIFY_JOB, quiet_config
+
+    return check_report(run_job(session, VERIFY_JOB, sha, quiet_config(), {"kb/source": source}))
+
+
+def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], tags: dict[str, str]) -> Any:
+    """Execute ``job`` for the commit's partition in this process; knowbase errors come out as such."""
+    from kb_assets.cli.instance import open_instance  # Dagster is imported only when a job runs
+    from kb_assets.definitions import build_definitions
 
     instance = open_instance(session.settings, session.store)
     if not instance.has_dynamic_partition("commits", sha):
         instance.add_dynamic_partitions("commits", [sha])
-    settings = session.settings.with_db_url(session.store.real_url)
-    defs = build_definitions(settings, repo=str(session.repo.root))
+    defs = build_definitions(
+        session.settings.with_db_url(session.store.real_url), repo=str(session.repo.root)
+    )
     logging.getLogger("dagster").setLevel(logging.ERROR)
     progress = TerminalProgress(sys.stderr)
     set_reporter(progress)
     try:
-        result = defs.resolve_job_def(INDEX_JOB).execute_in_process(
-            partition_key=sha,
-            instance=instance,
-            run_config=index_config(parent, full),
-            raise_on_error=True,
-            tags={"kb/source": source},
+        return defs.resolve_job_def(job).execute_in_process(
+            partition_key=sha, instance=instance, run_config=run_config, raise_on_error=True, tags=tags
         )
     except KbError:
         raise
@@ -68,19 +127,6 @@ def index_commit(
     finally:
         progress.close()
         set_reporter(None)
-    return _outcome(session, sha, result)
-
-
-def _outcome(session: Session, sha: str, result: Any) -> IndexOutcome:
-    published = any(
-        event.asset_key is not None and event.asset_key.to_user_string() == SNAPSHOT_ASSET
-        for event in result.get_asset_materialization_events()
-    )
-    with session.store.engine.connect() as conn:
-        row = reads.commit_stats(conn, sha) if published else None
-        gaps = sorted(reads.gaps(conn, sha), key=lambda g: (g.path, g.line or 0, g.reason, g.source))
-    stats = IndexStats(sha=sha, **row) if row is not None else None
-    return IndexOutcome(sha=sha, stats=stats, gaps=tuple(gaps), failures=tuple(failed_checks(result)))
 
 
 def unwrap(err: BaseException) -> BaseException:
@@ -93,12 +139,17 @@ def unwrap(err: BaseException) -> BaseException:
     return err
 
 
-def failed_checks(result: Any) -> list[str]:
-    """``asset.check: evidence`` for every check of the run that did not pass."""
-    failed = []
+def check_report(result: Any) -> CheckReport:
+    """``asset.check: evidence`` of every check of the run, split by outcome and severity."""
+    failures: list[str] = []
+    warnings: list[str] = []
+    passed: list[str] = []
     for evaluation in result.get_asset_check_evaluations():
-        if not evaluation.passed:
-            evidence = evaluation.metadata.get("evidence")
-            detail = f": {evidence.value}" if evidence is not None else ""
-            failed.append(f"{evaluation.asset_key.to_user_string()}.{evaluation.check_name}{detail}")
-    return failed
+        name = f"{evaluation.asset_key.to_user_string()}.{evaluation.check_name}"
+        if evaluation.passed:
+            passed.append(name)
+            continue
+        evidence = evaluation.metadata.get("evidence")
+        line = f"{name}: {evidence.value}" if evidence is not None else name
+        (warnings if evaluation.severity.value == "WARN" else failures).append(line)
+    return CheckReport(tuple(failures), tuple(warnings), tuple(passed))

@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 
+from kb_assets.cli.index import report_checks
 from kb_assets.cli.runner import index_commit
 from kb_assets.cli.session import Session, open_session
 from kb_assets.core.errors import BadInputError
@@ -85,8 +86,7 @@ def _follow(session: Session, plan: BranchPlan) -> tuple[str | None, bool]:
     cursor = plan.cursor
     for sha in plan.to_index:
         outcome = index_commit(session, sha, source="watch")
-        for failure in outcome.failures:
-            print(f"kb: check failed: {failure}", file=sys.stderr)
+        report_checks(outcome.checks)
         if outcome.stats is None:
             print(f"kb: {plan.branch}: {sha[:12]} was not published; will retry", file=sys.stderr)
             return cursor, False
