@@ -17,6 +17,7 @@ import io
 import json
 import signal
 import sys
+import typing
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -72,6 +73,14 @@ ROOTS = frozenset({"BaseModel", "GenericModel", "BaseSettings", "RootModel", "SQ
 
 
 def describe(cls: type) -> dict[str, Any] | None:
+    """What the frameworks say ``cls`` is, with the classes its fields name (``refs``)."""
+    found = _describe(cls)
+    if found is not None:
+        found["refs"] = sorted(references(cls, found["fields"]))
+    return found
+
+
+def _describe(cls: type) -> dict[str, Any] | None:
     """What the frameworks say ``cls`` is (None: not a model; the frameworks' own bases are not)."""
     if (
         cls.__module__.split(".", 1)[0] in ("pydantic", "pydantic_settings", "sqlmodel")
@@ -111,6 +120,63 @@ def decorated(cls: type) -> dict[str, Any] | None:
     if attrs is not None and "__attrs_attrs__" in own:
         return {"framework": "attrs", "fields": [a.name for a in attrs.fields(cls)]}
     return None
+
+
+def references(cls: type, fields: list[str]) -> set[str]:
+    """Dotted names of the classes named in the fields' resolved types and of every mapper
+    relationship's target (all classes: the comparison keeps the entities)."""
+    found: set[str] = set()
+    mapper = mapper_of(cls)
+    if mapper is not None:
+        with contextlib.suppress(Exception):
+            found |= {dotted(r.mapper.class_) for r in mapper.relationships}
+    for annotation in field_types(cls, fields):
+        walk(annotation, found, 0)
+    return found
+
+
+def field_types(cls: type, fields: list[str]) -> list[Any]:
+    """The resolved type of each field, as the framework holds it (unresolvable ones left out)."""
+    with contextlib.suppress(Exception):
+        cls.model_rebuild()  # type: ignore[attr-defined]  # resolve forward references defined later
+    for attribute in ("model_fields", "__pydantic_fields__"):
+        holder = getattr(cls, attribute, None)
+        if isinstance(holder, dict) and holder:
+            return [holder[f].annotation for f in fields if f in holder]
+    v1 = getattr(cls, "__fields__", None)
+    if isinstance(v1, dict) and v1 and hasattr(next(iter(v1.values())), "outer_type_"):
+        return [v1[f].outer_type_ for f in fields if f in v1]
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an unresolvable forward reference: read what is already a type
+        hints = {k: v for c in reversed(cls.__mro__) for k, v in vars(c).get("__annotations__", {}).items()}
+    return [hints[f] for f in fields if f in hints and not isinstance(hints[f], str)]
+
+
+def walk(annotation: Any, found: set[str], depth: int) -> None:
+    """Classes in a type: through generic aliases and unions, not inside ``Literal``."""
+    if depth > 8:
+        return
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return
+    generic = getattr(annotation, "__pydantic_generic_metadata__", None)
+    if isinstance(annotation, type) and isinstance(generic, dict) and generic.get("origin") is not None:
+        found.add(dotted(generic["origin"]))  # ``Range[int]``: pydantic's parametrized subclass
+        for arg in generic.get("args") or ():
+            walk(arg, found, depth + 1)
+    elif isinstance(annotation, type) and typing.get_origin(annotation) is None:
+        found.add(dotted(annotation))
+    elif origin is not None:
+        if isinstance(origin, type):
+            found.add(dotted(origin))
+        for arg in typing.get_args(annotation):
+            walk(arg, found, depth + 1)
+
+
+def dotted(cls: type) -> str:
+    """A class's module and qualified name."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def is_class(value: object) -> bool:

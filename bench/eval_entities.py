@@ -9,11 +9,16 @@ SQLModel (``model_fields``, plus the mapper's attributes for ``table=True``). On
 import cleanly are compared, on both sides. Prints agreement on names and on fields, and every
 difference.
 
+References agree when the entities named in the fields' resolved types (``typing.get_args``
+walked; ``Literal`` skipped) plus the mapper's relationship targets equal knowbase's
+``references``, both restricted to the entities both sides see.
+
 Fields agree when the lists are equal, in order. For mapped classes (SQLAlchemy, SQLModel tables)
 the mapper lists relationships and ``column_property`` before the columns, so there the *set* must
 be equal and the order of the plain table columns must match the mapper's.
 
-Usage: ``.venv/bin/python bench/eval_entities.py REPO [--python PY] [--kb-home DIR] [--no-index]``
+Usage: ``python bench/eval_entities.py REPO [--python PY] [--kb-home DIR] [--no-index] [--direct]``
+(``kb`` runs as ``python -m kb_assets.cli.main`` from this checkout; ``--direct`` skips the store.)
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from kb_assets.core.modules import map_modules
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's kb_assets, not the one installed in the venv
+
+from kb_assets.core.modules import map_modules  # noqa: E402
+
 TOKENS = (b"pydantic", b"sqlalchemy", b"sqlmodel", b"dataclass", b"attr", b"BaseModel", b"Base", b"Model")
 SKIP = ("setup", "conftest", "noxfile", "__main__")
 PROBE = Path(__file__).with_name("entities_probe.py")
@@ -39,9 +46,8 @@ PROBE = Path(__file__).with_name("entities_probe.py")
 def kb(args: list[str], repo: Path, home: str) -> str:
     """Run the ``kb`` CLI of this checkout and return its stdout."""
     env = {**os.environ, "KB_HOME": home}
-    proc = subprocess.run(
-        [str(ROOT / ".venv/bin/kb"), *args, str(repo)], capture_output=True, text=True, env=env, check=False
-    )
+    argv = [sys.executable, "-m", "kb_assets.cli.main", *args, str(repo)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
     if proc.returncode != 0:
         sys.exit(f"kb {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc.stdout
@@ -110,6 +116,12 @@ def agree(kb_entity: dict[str, Any], fw: dict[str, Any]) -> bool:
     return set(mine) == set(theirs) and [f for f in mine if f in columns] == columns
 
 
+def refs_agree(kb_entity: dict[str, Any], fw: dict[str, Any], both: set[str]) -> bool:
+    """Whether the referenced entities agree, among the entities both sides see (the framework's
+    side: the classes named in the fields' resolved types and the mapper's relationship targets)."""
+    return set(kb_entity["references"]) & both == set(fw.get("refs", [])) & both
+
+
 def compare(
     kb_entities: dict[str, Any], fw: dict[str, Any], failed: dict[str, str], imported: set[str]
 ) -> None:
@@ -134,6 +146,8 @@ def compare(
         f"{k} {v[1]}/{v[0]} names, {v[2]} fields ok" for k, v in sorted(by_framework.items())
     )
     print(f"by framework: {breakdown}")
+    refs_ok = [n for n in sorted(both) if refs_agree(mine[n], fw[n], both)]
+    print(f"references: {len(refs_ok)}/{len(both)} = {100 * len(refs_ok) / max(len(both), 1):.1f}% agreement")
     print(f"framework labels differing: {sum(mine[n]['framework'] != fw[n]['framework'] for n in both)}")
     print(
         f"modules failed to import: {len(failed)}; kb entities there (unverified): "
@@ -141,6 +155,9 @@ def compare(
         f"{len(unverified)}"
     )
     differences(mine, fw, failed, missing=missing, extra=extra, fields_differ=both - set(fields_ok))
+    for n in sorted(both - set(refs_ok)):
+        theirs = sorted(set(fw[n]["refs"]) & both)
+        print(f"  REFS    {n}\n     kb: {mine[n]['references']}\n     fw: {theirs}")
 
 
 def differences(

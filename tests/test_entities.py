@@ -229,6 +229,55 @@ def test_references_in_annotations_and_relationships() -> None:
     ) in gaps(files)
 
 
+def test_type_arguments_of_parametrized_generic_bases_are_references() -> None:
+    """pydantic substitutes a parametrized base's type arguments into the inherited fields, so
+    ``Page[Item]`` and ``RootModel[list[Item]]`` refer to ``Item``; a stdlib dataclass does not."""
+    found = entities(
+        {
+            "app/m.py": "from dataclasses import dataclass\nfrom typing import Generic, TypeVar\n"
+            "from pydantic import BaseModel, RootModel\nT = TypeVar('T')\n"
+            "class Item(BaseModel):\n    x: int\n"
+            "class Page(BaseModel, Generic[T]):\n    items: list[T]\n"
+            "class ItemPage(Page[Item]):\n    cursor: str = ''\n"
+            "class Items(RootModel[list[Item]]):\n    pass\n"
+            "@dataclass\nclass Box(Generic[T]):\n    value: T\n"
+            "@dataclass\nclass ItemBox(Box[Item]):\n    pass\n"
+            "class Options(BaseModel, Generic[T]):\n    def combine(self, other: T) -> T: ...\n"
+            "class ItemOptions(Options['Item']):\n    flag: bool = False\n",
+        }
+    )
+    assert {n: e["references"] for n, e in found.items()} == {
+        "app.m.Item": [],
+        "app.m.Page": [],
+        "app.m.ItemPage": ["app.m.Item"],
+        "app.m.Items": ["app.m.Item"],
+        "app.m.Box": [],
+        "app.m.ItemBox": [],
+        "app.m.Options": [],
+        "app.m.ItemOptions": [],
+    }
+
+
+def test_references_through_type_aliases_across_files() -> None:
+    """A field typed with a first-party alias (``AnyCreds = Union[A, B]``, ``X: TypeAlias = ...``,
+    imported from another module) refers to the entities the alias names."""
+    found = entities(
+        {
+            "app/creds.py": "from typing import Annotated, TypeAlias, Union\n"
+            "from pydantic import BaseModel, Field\n"
+            "class KeyCreds(BaseModel):\n    key: str\n"
+            "class DefaultCreds(BaseModel):\n    pass\n"
+            "AnyCreds = Union[KeyCreds, DefaultCreds]\n"
+            "Tagged: TypeAlias = Annotated[AnyCreds, Field(discriminator='type')]\n",
+            "app/config.py": "from pydantic import BaseModel\nfrom app.creds import AnyCreds, Tagged\n"
+            "class Config(BaseModel):\n    creds: AnyCreds\n"
+            "class Other(BaseModel):\n    tagged: 'list[Tagged]'\n",
+        }
+    )
+    assert found["app.config.Config"]["references"] == ["app.creds.DefaultCreds", "app.creds.KeyCreds"]
+    assert found["app.config.Other"]["references"] == ["app.creds.DefaultCreds", "app.creds.KeyCreds"]
+
+
 def test_grounding_covers_class_bases_and_references_across_files() -> None:
     """The entity is grounded on its class, each first-party class of its MRO and the assignment
     that makes its declarative base (``base``), and each referenced entity (``reference``)."""

@@ -107,3 +107,20 @@ def is_final(summary: Summary | None) -> bool:
 def is_mapped(summary: Summary | None) -> bool:
     """``Mapped[...]`` / ``WriteOnlyMapped[...]`` / ``DynamicMapped[...]``: a SQLAlchemy attribute."""
     return head(summary) in ("Mapped", "WriteOnlyMapped", "DynamicMapped")
+
+
+def names(summary: Summary | None, depth: int = 0) -> set[str]:
+    """Every dotted name an annotation mentions (string forward references parsed)."""
+    summary = readable(summary)
+    if summary is None or depth > 8:
+        return set()
+    found: set[str] = set()
+    dotted = summary.get("dotted")
+    if summary.get("kind") in ("name", "subscript") and isinstance(dotted, str):
+        found.add(dotted)
+    for key in ("index", "items"):
+        items = summary.get(key)
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, Mapping):
+                found |= names(item, depth + 1)
+    return found

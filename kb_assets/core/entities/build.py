@@ -23,6 +23,7 @@ from kb_assets.core.entities.classify import Classifier, Kind
 from kb_assets.core.entities.decls import Decl, Reader, literal, own_decls
 from kb_assets.core.entities.evaluate import Evaluator
 from kb_assets.core.entities.fields import Fields
+from kb_assets.core.entities.generics import GenericArguments
 from kb_assets.core.entities.hierarchy import ClassInfo, Hierarchy, Node
 from kb_assets.core.entities.references import References
 from kb_assets.core.extractors.base import Draft
@@ -54,6 +55,7 @@ class EntityBuilder:
         self.classifier = Classifier(self.hierarchy, self.reader)
         self.fields = Fields(self.hierarchy, self.classifier, self.reader)
         self.references = References(self.evaluator, self.classifier, self.reader)
+        self.generics = GenericArguments(self.hierarchy, self.fields)
         self.backrefs: dict[str, list[Decl]] = {}
 
     def build(self) -> tuple[list[Draft], list[Gap]]:
@@ -89,7 +91,7 @@ class EntityBuilder:
         info, kind = entity.info, entity.kind
         mro = self.hierarchy.mro(self.hierarchy.node(info))
         decls = self._with_backrefs(self.fields.of(info), mro)
-        references, unresolved = self.references.of(kind, decls)
+        references, unresolved = self.references.of(kind, decls, self.generics.of(kind, mro))
         flags = self._flags(info, kind, mro)
         payload: dict[str, JSON] = {
             "name": info.dotted,

@@ -60,6 +60,7 @@ class Classifier:
         self.hierarchy, self.reader = hierarchy, reader
         self._memo: dict[str, Kind] = {}
         self._decorations: dict[str, list[Decoration]] = {}
+        self._candidates: dict[str, bool] = {}
 
     def kind(self, info: ClassInfo) -> Kind:
         """What ``info`` is (see the module docstring)."""
@@ -75,10 +76,25 @@ class Classifier:
             self._decorations[info.dotted] = self.reader.decorations(info)
         return self._decorations[info.dotted]
 
+    def candidate(self, node: Node) -> bool:
+        """Whether a model-making root or decorator appears anywhere in the node's ancestry
+        (itself included). False rules a class out without its MRO; most classes of a large
+        repository are ruled out this way (memoized)."""
+        found = self._candidates.get(node.key)
+        if found is None:
+            self._candidates[node.key] = False  # a base cycle (invalid code) ends here
+            found = (
+                (node.name is not None and fw.root(node.name) is not None)
+                or (node.info is not None and bool(self.decorations(node.info)))
+                or any(self.candidate(p) for p in self.hierarchy.parents(node))
+            )
+            self._candidates[node.key] = found
+        return found
+
     def _classify(self, info: ClassInfo) -> Kind:
         node = self.hierarchy.node(info)
-        if fw.root(info.dotted) is not None:
-            return NONE  # the framework's own base class (the repository is the framework)
+        if fw.root(info.dotted) is not None or not self.candidate(node):
+            return NONE  # the framework's own base class (the repository is the framework), or no model
         mro = self.hierarchy.mro(node)
         roots = [r for r in (fw.root(n.name) for n in mro if n.name is not None) if r is not None]
         if any(r.framework == "sqlmodel" for r in roots):

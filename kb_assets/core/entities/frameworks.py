@@ -13,6 +13,7 @@ accepts a few unambiguous spellings as written.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 Style = Literal[
@@ -90,6 +91,7 @@ _ROOTS = {
 }
 
 
+@lru_cache(maxsize=4096)
 def root(external: str) -> Root | None:
     """The framework root an external base names, if it is one (``.v1.`` makes pydantic's v1)."""
     top, leaf = parts(external)

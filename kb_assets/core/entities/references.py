@@ -9,12 +9,15 @@ under ``TYPE_CHECKING`` included). A ``relationship()`` target — its first arg
 class name among the entities of the same registry (else of any registry, when that is
 unambiguous), or by full dotted path. A name inside a SQLAlchemy or SQLModel annotation that the
 module does not bind is looked up the same way, since SQLAlchemy resolves ``Mapped["X"]``
-against the registry too. A relationship target that resolves to no entity is reported.
+against the registry too. A relationship target that resolves to no entity is reported. The type
+arguments of a parametrized generic base (``class Page(Paginated[Item])``, ``RootModel[list[Item]]``)
+count for pydantic models when they reach a field (see ``generics``). A name bound to a first-party
+type alias (``AnyCreds = Union[A, B]``) is walked through the alias's value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kb_assets.core.entities.annotations import Summary, parse_string
 from kb_assets.core.entities.classify import Classifier, Kind
@@ -38,11 +41,18 @@ class References:
         self.entities[info.dotted] = kind
         self._by_name.setdefault(info.name, []).append(info.dotted)
 
-    def of(self, kind: Kind, fields: list[Decl]) -> tuple[list[str], list[tuple[Decl, str]]]:
-        """Sorted referenced entities, and the relationship targets that resolve to none."""
+    def of(
+        self, kind: Kind, fields: list[Decl], arguments: Sequence[tuple[str, Summary]] = ()
+    ) -> tuple[list[str], list[tuple[Decl, str]]]:
+        """Sorted referenced entities, and the relationship targets that resolve to none.
+
+        ``arguments``: type arguments of parametrized generic bases, each with the module that
+        writes it (pydantic substitutes them into the inherited fields' types)."""
         found: set[str] = set()
         unresolved: list[tuple[Decl, str]] = []
         registry = kind.registry if kind.framework in ("sqlalchemy", "sqlmodel") else None
+        for module, argument in arguments:
+            self._walk(argument, module, registry, found, 0)
         for decl in fields:
             if decl.kind == "backref" and decl.owner is not None:
                 found.add(decl.owner.dotted)
@@ -93,12 +103,7 @@ class References:
             return
         kind = summary.get("kind")
         if kind == "name":
-            dotted = str(summary.get("dotted"))
-            hit = self._resolve(module, dotted)
-            if hit is None and registry is not None:
-                hit = self._registry(dotted, registry)
-            if hit is not None:
-                found.add(hit)
+            self._name(str(summary.get("dotted")), module, registry, found, depth)
         elif kind == "subscript":
             head = str(summary.get("dotted") or "").rsplit(".", 1)[-1]
             items = [i for i in summary.get("index") or [] if isinstance(i, Mapping)]
@@ -115,6 +120,27 @@ class References:
                 self._walk(item, module, registry, found, depth + 1)
         elif kind == "literal" and isinstance(summary.get("value"), str):
             self._walk(parse_string(str(summary["value"])), module, registry, found, depth + 1)
+
+    def _name(self, dotted: str, module: str, registry: str | None, found: set[str], depth: int) -> None:
+        """A name in an annotation: an entity, a registry name (SQLAlchemy), or a type alias."""
+        hit = self._resolve(module, dotted)
+        if hit is None and registry is not None:
+            hit = self._registry(dotted, registry)
+        if hit is not None:
+            found.add(hit)
+        else:
+            self._alias(module, dotted, registry, found, depth)
+
+    def _alias(self, module: str, dotted: str, registry: str | None, found: set[str], depth: int) -> None:
+        """A first-party type alias (``AnyCreds = Union[A, B]``, ``X: TypeAlias = list[A]``):
+        walk its value in the module that assigns it."""
+        value = self.evaluator.dotted(module, dotted)
+        symbol = value.symbol if value is not None else None
+        if symbol is None or symbol.is_external or symbol.kind != "attribute" or symbol.module is None:
+            return
+        assigned = (symbol.facts or {}).get("value")
+        if isinstance(assigned, Mapping) and assigned.get("kind") in ("subscript", "union"):
+            self._walk(assigned, symbol.module, registry, found, depth + 1)
 
     def _resolve(self, module: str, dotted: str) -> str | None:
         """The entity a dotted name written in ``module`` names, if any."""
