@@ -76,9 +76,9 @@ def framework_view(repo: Path, python: str) -> tuple[dict[str, Any], dict[str, s
     with tempfile.TemporaryDirectory() as tmp:
         plan_file, out_file = Path(tmp, "plan.json"), Path(tmp, "out.json")
         plan_file.write_text(json.dumps({"repo": str(repo), "roots": plan}))
-        proc = subprocess.run(
-            [python, str(PROBE), str(plan_file), str(out_file)], capture_output=True, text=True, check=False
-        )
+        argv = [python, str(PROBE), str(plan_file), str(out_file)]
+        # cwd: a scratch directory, since importing an application may write files where it runs
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, check=False)
         if not out_file.exists():
             sys.exit(f"probe failed:\n{proc.stderr[-3000:]}")
         result = json.loads(out_file.read_text())

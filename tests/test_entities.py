@@ -278,6 +278,23 @@ def test_references_through_type_aliases_across_files() -> None:
     assert found["app.config.Other"]["references"] == ["app.creds.DefaultCreds", "app.creds.KeyCreds"]
 
 
+def test_references_in_long_unions() -> None:
+    """Every member of a long union counts, written ``A | B | ...`` or ``Union[A, B, ...]``."""
+    names = [f"M{i}" for i in range(20)]
+    models = "".join(f"class {n}(BaseModel):\n    x: int = 0\n" for n in names)
+    found = entities(
+        {
+            "app/m.py": "from typing import Union\nfrom pydantic import BaseModel\n"
+            + models
+            + f"class Pipe(BaseModel):\n    any: {' | '.join(names)} | None = None\n"
+            + f"class Sub(BaseModel):\n    any: Union[{', '.join(names)}]\n"
+        }
+    )
+    expected = sorted(f"app.m.{n}" for n in names)
+    assert found["app.m.Pipe"]["references"] == expected
+    assert found["app.m.Sub"]["references"] == expected
+
+
 def test_grounding_covers_class_bases_and_references_across_files() -> None:
     """The entity is grounded on its class, each first-party class of its MRO and the assignment
     that makes its declarative base (``base``), and each referenced entity (``reference``)."""

@@ -36,7 +36,7 @@ class GenericArguments:
             if node.info is None:
                 continue
             for base in _subscripts(node.info):
-                items = [i for i in base.get("index") or [] if isinstance(i, Mapping)]
+                items = _index(base)
                 target = self.h.base(node.info.module, base)
                 if target.info is not None:
                     used = self._used(target.info)
@@ -55,7 +55,8 @@ class GenericArguments:
         return used
 
 
-def _subscripts(info: ClassInfo) -> list[Mapping[str, object]]:
+def _subscripts(info: ClassInfo) -> list[Summary]:
+    """The class's parametrized bases (``Page[T]``, ``Generic[T]``), as written."""
     bases = info.facts.record.get("bases")
     return [b for b in bases or [] if isinstance(b, Mapping) and b.get("kind") == "subscript"]
 
@@ -66,8 +67,14 @@ def _parameters(info: ClassInfo) -> list[str]:
     generic = [b for b in bases if str(b.get("dotted") or "").rsplit(".", 1)[-1] == "Generic"]
     parameters: list[str] = []
     for base in generic or bases:
-        for item in base.get("index") or []:  # type: ignore[attr-defined]
-            dotted = item.get("dotted") if isinstance(item, Mapping) and item.get("kind") == "name" else None
+        for item in _index(base):
+            dotted = item.get("dotted") if item.get("kind") == "name" else None
             if isinstance(dotted, str) and "." not in dotted and dotted not in parameters:
                 parameters.append(dotted)
     return parameters
+
+
+def _index(base: Summary) -> list[Summary]:
+    """The items of a subscript: ``[Item]`` for ``Page[Item]``."""
+    items = base.get("index")
+    return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
