@@ -148,9 +148,23 @@ def field_types(cls: type, fields: list[str]) -> list[Any]:
         return [v1[f].outer_type_ for f in fields if f in v1]
     try:
         hints = typing.get_type_hints(cls)
-    except Exception:  # an unresolvable forward reference: read what is already a type
-        hints = {k: v for c in reversed(cls.__mro__) for k, v in vars(c).get("__annotations__", {}).items()}
+    except Exception:  # one unresolvable forward reference: resolve the others one by one
+        hints = {}
+        for c in reversed(cls.__mro__):
+            namespace = vars(sys.modules.get(c.__module__, typing))
+            for name, value in vars(c).get("__annotations__", {}).items():
+                hints[name] = resolved(value, namespace)
     return [hints[f] for f in fields if f in hints and not isinstance(hints[f], str)]
+
+
+def resolved(annotation: Any, namespace: dict[str, Any]) -> Any:
+    """A string annotation evaluated in its module (left a string when that fails)."""
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(annotation, dict(namespace))  # the repository's own annotation text
+    except Exception:
+        return annotation
 
 
 def walk(annotation: Any, found: set[str], depth: int) -> None:
