@@ -243,7 +243,9 @@ def test_type_arguments_of_parametrized_generic_bases_are_references() -> None:
             "@dataclass\nclass Box(Generic[T]):\n    value: T\n"
             "@dataclass\nclass ItemBox(Box[Item]):\n    pass\n"
             "class Options(BaseModel, Generic[T]):\n    def combine(self, other: T) -> T: ...\n"
-            "class ItemOptions(Options['Item']):\n    flag: bool = False\n",
+            "class ItemOptions(Options['Item']):\n    flag: bool = False\n"
+            "class Many(RootModel[list[T]], Generic[T]):\n    pass\n"
+            "class ManyItems(Many[Item]):\n    pass\n",
         }
     )
     assert {n: e["references"] for n, e in found.items()} == {
@@ -255,6 +257,8 @@ def test_type_arguments_of_parametrized_generic_bases_are_references() -> None:
         "app.m.ItemBox": [],
         "app.m.Options": [],
         "app.m.ItemOptions": [],
+        "app.m.Many": [],
+        "app.m.ManyItems": ["app.m.Item"],
     }
 
 

@@ -42,16 +42,22 @@ class GenericArguments:
                     used = self._used(target.info)
                     parameters = _parameters(target.info)
                     items = [i for p, i in zip(parameters, items, strict=False) if p in used]
-                elif target.name is None or (r := fw.root(target.name)) is None or r.style != "root_model":
+                elif not _root_model(target):
                     continue
                 found += [(node.info.module, i) for i in items]
         return found
 
     def _used(self, info: ClassInfo) -> set[str]:
-        """Names mentioned in the field annotations of a (generic) class."""
+        """Names mentioned in the field annotations of a (generic) class, ``RootModel[...]``'s
+        argument included (the ``root`` field's type)."""
         used: set[str] = set()
         for decl in self.fields.of(info):
             used |= ann.names(decl.annotation)
+        for base in _subscripts(info):
+            target = self.h.base(info.module, base)
+            if _root_model(target):
+                for item in _index(base):
+                    used |= ann.names(item)
         return used
 
 
@@ -78,3 +84,9 @@ def _index(base: Summary) -> list[Summary]:
     """The items of a subscript: ``[Item]`` for ``Page[Item]``."""
     items = base.get("index")
     return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
+
+
+def _root_model(node: Node) -> bool:
+    """``pydantic.RootModel`` (the base of ``RootModel[X]``)."""
+    root = fw.root(node.name) if node.name is not None else None
+    return root is not None and root.style == "root_model"
