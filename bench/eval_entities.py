@@ -53,8 +53,10 @@ def kb(args: list[str], repo: Path, home: str) -> str:
     return proc.stdout
 
 
-def candidates(repo: Path) -> dict[str, list[tuple[str, str]]]:
-    """Import root -> [(module, path)] of the modules that may define models."""
+def candidates(repo: Path, also: frozenset[str] = frozenset()) -> dict[str, list[tuple[str, str]]]:
+    """Import root -> [(module, path)] of the modules that may define models: those naming a
+    framework, and ``also`` (every module where knowbase found an entity, e.g. one that only
+    subclasses a first-party model)."""
     listed = subprocess.run(["git", "ls-files", "*.py"], cwd=repo, capture_output=True, text=True, check=True)
     module_map = map_modules(listed.stdout.split())
     roots: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -62,17 +64,19 @@ def candidates(repo: Path) -> dict[str, list[tuple[str, str]]]:
         if module.rsplit(".", 1)[-1] in SKIP:
             continue
         data = (repo / path).read_bytes()
-        if b"class " in data and any(t in data for t in TOKENS):
+        if module in also or (b"class " in data and any(t in data for t in TOKENS)):
             stem = path.removesuffix(".py").removesuffix("/__init__")
             root = stem[: -len(module.replace(".", "/"))].rstrip("/")
             roots[root].append((module, path))
     return roots
 
 
-def framework_view(repo: Path, python: str) -> tuple[dict[str, Any], dict[str, str], set[str]]:
+def framework_view(
+    repo: Path, python: str, also: frozenset[str] = frozenset()
+) -> tuple[dict[str, Any], dict[str, str], set[str]]:
     """Entities the frameworks report, the modules that failed to import (with the error), and the
     modules imported."""
-    plan = {root: [m for m, _ in mods] for root, mods in candidates(repo).items()}
+    plan = {root: [m for m, _ in mods] for root, mods in candidates(repo, also).items()}
     with tempfile.TemporaryDirectory() as tmp:
         plan_file, out_file = Path(tmp, "plan.json"), Path(tmp, "out.json")
         plan_file.write_text(json.dumps({"repo": str(repo), "roots": plan}))
@@ -217,7 +221,8 @@ def main() -> None:
         payload["module"] = max(
             (m for m in module_map.paths if name.startswith(f"{m}.")), key=len, default=None
         )
-    fw, failed, imported = framework_view(repo, args.python)
+    modules = frozenset(str(p["module"]) for p in kb_entities.values() if p.get("module"))
+    fw, failed, imported = framework_view(repo, args.python, modules)
     print(f"{repo.name}: kb {len(kb_entities)} entities, frameworks {len(fw)} in imported modules")
     compare(kb_entities, fw, failed, imported)
 
