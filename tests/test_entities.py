@@ -282,6 +282,19 @@ def test_references_through_type_aliases_across_files() -> None:
     assert found["app.config.Other"]["references"] == ["app.creds.DefaultCreds", "app.creds.KeyCreds"]
 
 
+def test_a_nested_class_shadows_a_module_level_class_of_the_same_name() -> None:
+    """``model: Model`` in a class body that defines its own ``Model`` names the nested class."""
+    found = entities(
+        {
+            "app/m.py": "from pydantic import BaseModel\nclass Model(BaseModel):\n    a: int\n"
+            "class Outer(BaseModel):\n    class Model(BaseModel):\n        id: str\n    model: Model\n"
+            "class Other(BaseModel):\n    model: Model\n",
+        }
+    )
+    assert found["app.m.Outer"]["references"] == ["app.m.Outer.Model"]
+    assert found["app.m.Other"]["references"] == ["app.m.Model"]
+
+
 def test_references_in_long_unions() -> None:
     """Every member of a long union counts, written ``A | B | ...`` or ``Union[A, B, ...]``."""
     names = [f"M{i}" for i in range(20)]

@@ -3,16 +3,17 @@
 An annotation is walked through subscripts (``list[X]``, ``Optional[X]``, ``dict[str, X]``,
 ``Mapped[list["X"]]``; only the first argument of ``Annotated``, nothing inside ``Literal``),
 unions (``X | None``) and string forward references (parsed, then walked the same way). Names
-resolve in the module of the class that declares the field, through the symbol table (imports
-under ``TYPE_CHECKING`` included). A ``relationship()`` target — its first argument or
-``argument=`` — is a class, or a string SQLAlchemy looks up in the declarative registry: by
-class name among the entities of the same registry (else of any registry, when that is
-unambiguous), or by full dotted path. A name inside a SQLAlchemy or SQLModel annotation that the
-module does not bind is looked up the same way, since SQLAlchemy resolves ``Mapped["X"]``
-against the registry too. A relationship target that resolves to no entity is reported. The type
-arguments of a parametrized generic base (``class Page(Paginated[Item])``, ``RootModel[list[Item]]``)
-count for pydantic models when they reach a field (see ``generics``). A name bound to a first-party
-type alias (``AnyCreds = Union[A, B]``) is walked through the alias's value.
+resolve in the body of the class that declares the field (a nested class), then in its module
+through the symbol table (imports under ``TYPE_CHECKING`` included). A ``relationship()``
+target — its first argument or ``argument=`` — is a class, or a string SQLAlchemy looks up in
+the declarative registry: by class name among the entities of the same registry (else of any
+registry, when that is unambiguous), or by full dotted path. A name inside a SQLAlchemy or
+SQLModel annotation that the module does not bind is looked up the same way, since SQLAlchemy
+resolves ``Mapped["X"]`` against the registry too. A relationship target that resolves to no
+entity is reported. The type arguments of a parametrized generic base (``class
+Page(Paginated[Item])``, ``RootModel[list[Item]]``) count for pydantic models when they reach a
+field (see ``generics``). A name bound to a first-party type alias (``AnyCreds = Union[A, B]``)
+is walked through the alias's value.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class References:
         self.evaluator, self.classifier, self.reader = evaluator, classifier, reader
         self.entities: dict[str, Kind] = {}
         self._by_name: dict[str, list[str]] = {}
+        self._scope: str | None = None  # the class whose body writes the annotation being walked
 
     def add_entity(self, info: ClassInfo, kind: Kind) -> None:
         """Register an entity (every entity is added before any ``of`` call)."""
@@ -58,11 +60,12 @@ class References:
                 found.add(decl.owner.dotted)
             if decl.owner is None or decl.kind != "assign":
                 continue
-            module = decl.owner.module
+            module, self._scope = decl.owner.module, decl.owner.dotted
             self._walk(decl.annotation, module, registry, found, 0)
             target = self._relationship_target(decl)
             if target is not None and not self._target(target, module, registry, found):
                 unresolved.append((decl, _text(target)))
+            self._scope = None
         return sorted(found), unresolved
 
     def related(self, decl: Decl, registry: str | None) -> str | None:
@@ -72,10 +75,12 @@ class References:
             return None
         found: set[str] = set()
         target = self._relationship_target(decl)
+        self._scope = decl.owner.dotted
         if target is not None:
             self._target(target, decl.owner.module, registry, found)
         else:
             self._walk(decl.annotation, decl.owner.module, registry, found, 0)
+        self._scope = None
         return next(iter(found)) if len(found) == 1 else None
 
     def _relationship_target(self, decl: Decl) -> Summary | None:
@@ -140,10 +145,15 @@ class References:
             return
         assigned = (symbol.facts or {}).get("value")
         if isinstance(assigned, Mapping) and assigned.get("kind") in ("subscript", "union"):
+            scope, self._scope = self._scope, None  # the alias's value is read in its module
             self._walk(assigned, symbol.module, registry, found, depth + 1)
+            self._scope = scope
 
     def _resolve(self, module: str, dotted: str) -> str | None:
-        """The entity a dotted name written in ``module`` names, if any."""
+        """The entity a dotted name written in ``module`` names, if any: first a class nested in
+        the class whose body writes it (a class body's own names shadow the module's)."""
+        if self._scope is not None and f"{self._scope}.{dotted}" in self.entities:
+            return f"{self._scope}.{dotted}"
         value = self.evaluator.dotted(module, dotted)
         cls = value.first_party_class if value is not None else None
         return cls.dotted if cls is not None and cls.dotted in self.entities else None
