@@ -11,6 +11,7 @@ import hashlib
 
 from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Collector, Extractor
+from kb_assets.core.extractors.entities import EntitiesExtractor
 from kb_assets.core.extractors.event_handlers import EventHandlersExtractor
 from kb_assets.core.extractors.imports import ImportsExtractor
 from kb_assets.core.extractors.public_api import PublicApiExtractor
@@ -22,6 +23,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     PublicApiExtractor(),
     ApiRoutesExtractor(),
     EventHandlersExtractor(),
+    EntitiesExtractor(),
 )
 
 COLLECTORS: tuple[Collector, ...] = (SymbolsCollector(),)

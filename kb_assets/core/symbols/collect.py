@@ -68,7 +68,7 @@ class SymbolsCollector:
     """Facts-only collector shared by every extractor that needs to know what a name means."""
 
     collector_id = COLLECTOR_ID
-    facts_version = "1"
+    facts_version = "2"  # 2: long unions and subscripts kept whole (values.MAX_INDEX_ITEMS)
 
     def collect(self, source: ParsedSource) -> JSON:
         """Module and class-body bindings plus ``__all__`` operations of one blob."""

@@ -32,6 +32,9 @@ MAX_DEPTH = 4
 MAX_ITEMS = 12
 """Arguments, keyword arguments and subscript items kept per level."""
 
+MAX_INDEX_ITEMS = 64
+"""Subscript items and union members kept (``Union[...]`` of a few dozen models is common)."""
+
 MAX_LITERAL_CHARS = 400
 """Longest literal source text turned into a value (bigger tables are just ``other``)."""
 
@@ -70,10 +73,7 @@ def summarize(source: ParsedSource, node: Node | None, depth: int = 0) -> dict[s
     if node.type in ("subscript", "generic_type"):
         return _subscript(source, node, depth)
     if node.type == "binary_operator" and _operator(source, node) == "|":
-        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-        items = [summarize(source, side, depth + 1) for side in (left, right)]
-        flat = [i for item in items for i in (item["items"] if item["kind"] == "union" else [item])]
-        return {"kind": "union", "items": flat}
+        return _union(source, node, depth)
     value = literal_value(source, node)
     return {"kind": "literal", "value": value[0]} if value is not None else dict(OTHER)
 
@@ -116,6 +116,25 @@ def _call(source: ParsedSource, node: Node, depth: int) -> dict[str, JSON]:
     return {"kind": "call", "callee": callee, "args": args, "kwargs": kwargs}
 
 
+def _union(source: ParsedSource, node: Node, depth: int) -> dict[str, JSON]:
+    """``A | B | C``: one flat union; the left-nested chain costs one level of depth, not one per
+    ``|`` (a long union keeps every member, up to ``MAX_INDEX_ITEMS``)."""
+    operands: list[Node | None] = []
+    current: Node | None = node
+    while (
+        current is not None
+        and current.type == "binary_operator"
+        and _operator(source, current) == "|"
+        and len(operands) < MAX_INDEX_ITEMS
+    ):
+        operands.append(current.child_by_field_name("right"))
+        current = unwrap(current.child_by_field_name("left"))
+    operands.append(current)
+    items = [summarize(source, side, depth + 1) for side in reversed(operands)]
+    flat = [i for item in items for i in (item["items"] if item["kind"] == "union" else [item])]
+    return {"kind": "union", "items": flat}
+
+
 def _subscript(source: ParsedSource, node: Node, depth: int) -> dict[str, JSON]:
     if node.type == "generic_type":
         head = node.named_child(0) if node.named_child_count else None
@@ -124,7 +143,8 @@ def _subscript(source: ParsedSource, node: Node, depth: int) -> dict[str, JSON]:
     else:
         head = node.child_by_field_name("value")
         items = node.children_by_field_name("subscript")
-    index = [summarize(source, item, depth + 1) for item in items[:MAX_ITEMS] if item.type != "comment"]
+    kept = items[:MAX_INDEX_ITEMS]
+    index = [summarize(source, item, depth + 1) for item in kept if item.type != "comment"]
     return {"kind": "subscript", "dotted": dotted_name(source, unwrap(head)), "index": index}
 
 
