@@ -53,6 +53,7 @@ from kb_resources.store.serving_reads import (
     snapshots_holding,
 )
 from kb_resources.store.snapshot_load import LoadedSnapshot, SpanName, load_snapshot
+from kb_resources.store.model_reads import prior_payloads, staged_keys
 from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, orphans, snapshot_records
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "occurrence_digest",
     "orphans",
     "parsed_blob_ids",
+    "prior_payloads",
     "present_in",
     "published_commits",
     "records_by_id",
@@ -91,6 +93,7 @@ __all__ = [
     "spans_covering",
     "staged_artifact_ids",
     "staged_grounding_counts",
+    "staged_keys",
     "staged_payloads",
     "ungrounded_staged",
 ]

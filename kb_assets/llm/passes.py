@@ -1,0 +1,108 @@
+"""What the two model-backed passes share: asking the model in parallel, judging the replies, counting,
+and adding the resulting units to the commit's published snapshot in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+
+from kb_assets.core.llm.prompt import Prompt
+from kb_assets.core.llm.reply import REPLY_SCHEMA, REPLY_TOOL, Reply, ReplyError, parse_reply
+from kb_assets.core.models import Artifact
+from kb_resources.llm.base import Completion, LlmRequest, RequestFailedError
+from kb_resources.llm.client import LlmClient, Usage
+from kb_resources.store import reads, writes
+
+
+@dataclass
+class PassStats:
+    """Counters of one pass (the CLI line and the asset metadata)."""
+
+    sha: str
+    model_id: str
+    prompt_version: str
+    considered: int = 0
+    reused: int = 0
+    stored: int = 0
+    unsupported: int = 0
+    """Replies with no surviving claim: nothing stored for them."""
+    failed: int = 0
+    """Requests refused or replies not in the reply schema."""
+    dropped_claims: int = 0
+    skipped: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    extra: dict[str, int] = field(default_factory=dict)
+
+    def metadata(self) -> dict[str, Any]:
+        """Everything as plain values (Dagster metadata; never a key, never prompt text)."""
+        return {
+            "model_id": self.model_id,
+            "prompt_version": self.prompt_version,
+            "considered": self.considered,
+            "calls": self.usage.calls,
+            "reused": self.reused,
+            "stored": self.stored,
+            "unsupported": self.unsupported,
+            "failed": self.failed,
+            "dropped_claims": self.dropped_claims,
+            "skipped": self.skipped,
+            "retries": self.usage.retries,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "estimated_cost_usd": self.cost_usd if self.cost_usd is not None else "unknown",
+            **self.extra,
+        }
+
+
+Answer = Reply | None
+"""A parsed reply, or None when the request failed or the reply was malformed."""
+
+
+def ask_all(llm: LlmClient, prompts: Sequence[Prompt], stats: PassStats) -> list[Answer]:
+    """Send every prompt (at most ``llm.concurrency`` at once); answers in prompt order."""
+
+    def ask(prompt: Prompt) -> tuple[Completion | None, Answer]:
+        request = LlmRequest(
+            system=prompt.system, user=prompt.user, tool_name=REPLY_TOOL, schema=REPLY_SCHEMA
+        )
+        try:
+            completion = llm.complete(request)
+        except RequestFailedError:
+            return None, None
+        try:
+            return completion, parse_reply(completion.value)
+        except ReplyError:
+            return completion, None
+
+    if not prompts:
+        return []
+    with ThreadPoolExecutor(max_workers=llm.concurrency, thread_name_prefix="kb-llm") as pool:
+        results = list(pool.map(ask, prompts))
+    for completion, answer in results:
+        if completion is not None:
+            stats.usage.add(completion)
+        stats.failed += answer is None
+    stats.usage.failures = stats.failed
+    return [answer for _, answer in results]
+
+
+def publish_units(
+    engine: Engine,
+    sha: str,
+    extractor_id: str,
+    artifacts: Sequence[Artifact],
+    keep: Callable[[dict[str, str]], list[str]] | None = None,
+) -> int:
+    """Store ``artifacts``, stage them (plus the previously staged ids ``keep`` selects from the
+    old logical key -> id map) and add them to the published snapshot of ``sha``, atomically."""
+    with engine.begin() as conn:
+        kept = keep(reads.staged_keys(conn, sha, extractor_id)) if keep is not None else []
+        writes.insert_artifacts(conn, artifacts)
+        writes.replace_staged(conn, sha, extractor_id, [*kept, *(a.artifact_id for a in artifacts)])
+        return writes.publish_entries(conn, sha, extractor_id)
