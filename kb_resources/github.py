@@ -9,6 +9,7 @@ and degrades on; nothing here retries or raises anything else.
 from __future__ import annotations
 
 import json
+import os
 import re
 import urllib.error
 import urllib.request
@@ -85,3 +86,9 @@ class PullSource:
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         return headers
+
+
+def pull_source(api_url: str, remote: str | None) -> PullSource:
+    """The pull request source of a repository whose origin is ``remote``; the optional token is
+    read from ``GITHUB_TOKEN`` now, kept in memory only, sent only to ``api_url``."""
+    return PullSource(api_url, github_repository(remote), os.environ.get("GITHUB_TOKEN") or None)

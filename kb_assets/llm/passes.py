@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
+from kb_assets.core.errors import NotIndexedError
 from kb_assets.core.llm.prompt import Prompt
 from kb_assets.core.llm.reply import REPLY_SCHEMA, REPLY_TOOL, Reply, ReplyError, parse_reply
 from kb_assets.core.models import Artifact
@@ -38,6 +39,17 @@ class PassStats:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     extra: dict[str, int] = field(default_factory=dict)
+
+    def line(self, verb: str) -> str:
+        """The one summary line of ``kb describe`` / ``kb mine``."""
+        cost = f"${self.cost_usd:.4f}" if self.cost_usd is not None else "cost unknown"
+        extra = "".join(f", {v} {k.replace('_', '-')}" for k, v in self.extra.items() if v)
+        return (
+            f"{verb} {self.sha[:12]} with {self.model_id}: {self.stored} stored ({self.reused} reused, "
+            f"{self.usage.calls} calls, {self.unsupported} unsupported, {self.failed} failed, "
+            f"{self.skipped} skipped), {self.dropped_claims} claims dropped, "
+            f"{self.usage.input_tokens}+{self.usage.output_tokens} tokens, {cost}{extra}"
+        )
 
     def metadata(self) -> dict[str, Any]:
         """Everything as plain values (Dagster metadata; never a key, never prompt text)."""
@@ -106,3 +118,15 @@ def publish_units(
         writes.insert_artifacts(conn, artifacts)
         writes.replace_staged(conn, sha, extractor_id, [*kept, *(a.artifact_id for a in artifacts)])
         return writes.publish_entries(conn, sha, extractor_id)
+
+
+def require_published(engine: Engine, sha: str) -> None:
+    """A model pass adds to a published snapshot; ``NotIndexedError`` when there is none."""
+    with engine.connect() as conn:
+        if sha not in reads.published_commits(conn):
+            raise NotIndexedError(sha)
+
+
+def pass_artifact_ids(conn: Connection, sha: str, extractor_id: str) -> list[str]:
+    """What a pass currently contributes to the snapshot of ``sha`` (its data version)."""
+    return reads.staged_artifact_ids(conn, sha, extractor_id)

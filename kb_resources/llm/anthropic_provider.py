@@ -38,12 +38,14 @@ class AnthropicProvider:
             ) from None
         self._sdk = anthropic
         self.model = model or DEFAULT_MODEL
-        self._client = anthropic.Anthropic(max_retries=0, timeout=timeout_s)
+        missing = "no API key: set ANTHROPIC_API_KEY (or choose another KB_LLM_PROVIDER)"
+        try:
+            self._client = anthropic.Anthropic(max_retries=0, timeout=timeout_s)
+        except anthropic.AnthropicError as err:  # e.g. a named profile that does not exist
+            raise ProviderUnavailableError(NAME, f"{missing}; {error_detail(err)}") from None
         client = self._client
         if client.api_key is None and client.auth_token is None and client.credentials is None:
-            raise ProviderUnavailableError(
-                NAME, "no API key: set ANTHROPIC_API_KEY (or choose another KB_LLM_PROVIDER)"
-            )
+            raise ProviderUnavailableError(NAME, missing)
 
     def send(self, request: LlmRequest, max_tokens: int) -> Completion:
         """One Messages API call with the reply tool forced."""

@@ -85,6 +85,10 @@ def stub_reply(user: str, config: StubConfig) -> JSON:
     return {"summary": f"Stub summary of {first}.", "claims": claims}
 
 
+CALLS = [0]
+"""Every ``StubProvider.send`` of this process (tests count model calls made inside Dagster runs)."""
+
+
 class StubProvider:
     """A provider that answers with ``stub_reply`` and never touches the network."""
 
@@ -100,6 +104,7 @@ class StubProvider:
         """Answer deterministically; tokens are counted as whitespace-separated words."""
         with self._lock:
             self.calls += 1
+            CALLS[0] += 1
         value = stub_reply(request.user, self.config)
         out = json.dumps(value)
         return Completion(

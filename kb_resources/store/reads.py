@@ -33,6 +33,7 @@ from kb_resources.store.location_reads import (
     file_at,
     spans_covering,
 )
+from kb_resources.store.model_reads import prior_payloads, staged_keys
 from kb_resources.store.schema import (
     artifact,
     blob_span,
@@ -53,7 +54,6 @@ from kb_resources.store.serving_reads import (
     snapshots_holding,
 )
 from kb_resources.store.snapshot_load import LoadedSnapshot, SpanName, load_snapshot
-from kb_resources.store.model_reads import prior_payloads, staged_keys
 from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, orphans, snapshot_records
 
 __all__ = [
@@ -82,8 +82,8 @@ __all__ = [
     "occurrence_digest",
     "orphans",
     "parsed_blob_ids",
-    "prior_payloads",
     "present_in",
+    "prior_payloads",
     "published_commits",
     "records_by_id",
     "snapshot_artifact_ids",
