@@ -44,6 +44,8 @@ class FakeServer:
     """(status, headers) to answer the next requests with, first first."""
     in_flight: int = 0
     max_in_flight: int = 0
+    tool_use: bool = False
+    """Anthropic only: answer with a ``tool_use`` block instead of JSON text."""
     gate: threading.Barrier | None = None
     """When set, every request waits here first (to prove concurrency)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -75,15 +77,14 @@ def stub_like(body: dict[str, Any]) -> Any:
     return stub_reply(user_text(body), StubConfig())
 
 
-def anthropic_message(body: Mapping[str, Any], value: Any) -> dict[str, Any]:
-    """A Messages API response: the forced tool's input (or a text block for a string)."""
-    tools = body.get("tools") or []
-    if isinstance(value, str) or not tools:
+def anthropic_message(body: Mapping[str, Any], value: Any, *, tool_use: bool = False) -> dict[str, Any]:
+    """A Messages API response: the reply as JSON text (structured output), or as a tool's input."""
+    if isinstance(value, str) or not tool_use:
         text = value if isinstance(value, str) else json.dumps(value)
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         stop = "end_turn"
     else:
-        content = [{"type": "tool_use", "id": "toolu_01", "name": tools[0]["name"], "input": value}]
+        content = [{"type": "tool_use", "id": "toolu_01", "name": "record_knowledge", "input": value}]
         stop = "tool_use"
     return {
         "id": "msg_01",
@@ -199,7 +200,7 @@ def fake_anthropic(reply: Reply = stub_like) -> Iterator[FakeServer]:
     def respond(method: str, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         if method != "POST" or path.split("?", maxsplit=1)[0] != "/v1/messages":
             return 404, {"type": "error", "error": {"type": "not_found_error", "message": path}}
-        return 200, anthropic_message(body, state.reply(body))
+        return 200, anthropic_message(body, state.reply(body), tool_use=state.tool_use)
 
     with _serve(state, respond) as served:
         yield served

@@ -1,8 +1,9 @@
 """The Anthropic Messages API adapter (the default provider).
 
-The reply is requested through tool use: one tool whose ``input_schema`` is the reply schema, and
-``tool_choice`` forcing it, so the model answers with a decoded object; a text block holding the
-JSON is accepted too. The SDK reads ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
+The reply is requested as structured output (``output_config.format``: a JSON schema the text
+answer must follow), which current models support and which, unlike forcing a tool (refused by
+Sonnet 5.5), every current model accepts; a ``tool_use`` block is accepted too, for servers that
+answer that way. The SDK reads ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
 ``ANTHROPIC_BASE_URL`` itself; its own retries are off (``LlmClient`` retries).
 """
 
@@ -20,7 +21,7 @@ from kb_resources.llm.base import (
     retry_after_seconds,
 )
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 NAME = "anthropic"
 
 
@@ -48,7 +49,7 @@ class AnthropicProvider:
             raise ProviderUnavailableError(NAME, missing)
 
     def send(self, request: LlmRequest, max_tokens: int) -> Completion:
-        """One Messages API call with the reply tool forced."""
+        """One Messages API call asking for the reply schema as structured output."""
         sdk = self._sdk
         try:
             message = self._client.messages.create(
@@ -56,14 +57,7 @@ class AnthropicProvider:
                 max_tokens=max_tokens,
                 system=request.system,
                 messages=[{"role": "user", "content": request.user}],
-                tools=[
-                    {
-                        "name": request.tool_name,
-                        "description": "Record the reply.",
-                        "input_schema": dict(request.schema),
-                    }
-                ],
-                tool_choice={"type": "tool", "name": request.tool_name},
+                output_config={"format": {"type": "json_schema", "schema": dict(request.schema)}},
             )
         except (sdk.AuthenticationError, sdk.PermissionDeniedError) as err:
             raise ProviderUnavailableError(
@@ -85,7 +79,7 @@ class AnthropicProvider:
 
 
 def _reply_value(blocks: list[Any]) -> Any:
-    """The forced tool's input when present, else the concatenated text blocks."""
+    """A tool's input when the server answered with one, else the concatenated text blocks."""
     texts = []
     for block in blocks:
         if block.type == "tool_use":

@@ -1,7 +1,8 @@
 """The adapter for OpenAI and any endpoint speaking its chat-completions protocol.
 
 The reply is requested as structured output (``response_format`` with the reply's JSON schema,
-``strict``); the message content is the JSON text, and a tool call's arguments are accepted too
+``strict``; the limit as ``max_completion_tokens``, which current models require); the message
+content is the JSON text, and a tool call's arguments are accepted too
 for servers that answer that way. The SDK reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``
 itself (a local server still needs some key value); its own retries are off.
 """
@@ -20,7 +21,7 @@ from kb_resources.llm.base import (
     retry_after_seconds,
 )
 
-DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_MODEL = "gpt-5.4-mini"
 NAME = "openai"
 
 
@@ -51,7 +52,7 @@ class OpenAIProvider:
         try:
             response = self._client.chat.completions.create(
                 model=self.model,
-                max_tokens=max_tokens,
+                max_completion_tokens=max_tokens,
                 messages=[
                     {"role": "system", "content": request.system},
                     {"role": "user", "content": request.user},

@@ -23,14 +23,14 @@ class Price:
 
 
 LIST_PRICES: dict[str, Price] = {
-    "claude-opus-4": Price(15.0, 75.0),
+    "claude-fable-5-1": Price(10.0, 50.0),
+    "claude-opus-5-5": Price(4.0, 20.0),
+    "claude-opus-5": Price(5.0, 25.0),
+    "claude-sonnet-5": Price(2.0, 10.0),
     "claude-sonnet-4": Price(3.0, 15.0),
-    "claude-haiku-4": Price(1.0, 5.0),
-    "claude-3-5-haiku": Price(0.8, 4.0),
+    "claude-haiku-4-5": Price(1.0, 5.0),
     "gpt-4o-mini": Price(0.15, 0.6),
     "gpt-4o": Price(2.5, 10.0),
-    "gpt-4.1-mini": Price(0.4, 1.6),
-    "gpt-4.1": Price(2.0, 8.0),
     "kb-stub": Price(0.0, 0.0),
 }
 
