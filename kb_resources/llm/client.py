@@ -21,7 +21,7 @@ BACKOFF_CAP_S = 30.0
 
 def backoff_delay(attempt: int, retry_after: float | None) -> float:
     """Seconds to wait before retry number ``attempt`` (0-based)."""
-    delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt)
+    delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * float(2**attempt))
     return max(delay, min(retry_after or 0.0, 4 * BACKOFF_CAP_S))
 
 

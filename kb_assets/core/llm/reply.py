@@ -92,8 +92,9 @@ def _claim(value: JSON) -> Claim:
         return Claim(text=str(value), symbols=())
     text = value.get("text")
     symbols = value.get("symbols")
-    good = isinstance(symbols, list) and all(isinstance(s, str) for s in symbols)
-    return Claim(text=str(text or "").strip(), symbols=tuple(symbols) if good else ())
+    names = tuple(s for s in symbols if isinstance(s, str)) if isinstance(symbols, list) else ()
+    good = isinstance(symbols, list) and len(names) == len(symbols)
+    return Claim(text=str(text or "").strip(), symbols=names if good else ())
 
 
 def _decode(text: str) -> JSON:
