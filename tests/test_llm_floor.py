@@ -8,7 +8,7 @@ import pytest
 from kb_assets.core.describe.targets import Unit, build_targets
 from kb_assets.core.llm.floor import Floor, SpanText
 from kb_assets.core.llm.reply import Claim, Reply, ReplyError, parse_reply
-from kb_assets.core.models import Grounding, Span
+from kb_assets.core.models import Grounding, Span, SpanKind
 from kb_assets.core.modules import map_modules
 from kb_assets.core.program import Program, SourceFile
 
@@ -23,7 +23,7 @@ def total(order, rate):
 '''
 
 
-def _span_text(span_id: str, fq: str, start: int, end: int, kind: str = "function") -> SpanText:
+def _span_text(span_id: str, fq: str, start: int, end: int, kind: SpanKind = SpanKind.FUNCTION) -> SpanText:
     lines = ORDERS.splitlines()
     return SpanText(
         span_id,
@@ -33,14 +33,17 @@ def _span_text(span_id: str, fq: str, start: int, end: int, kind: str = "functio
         fq,
         start,
         end,
-        "\n".join(lines[start - 1 : end]),  # type: ignore[arg-type]
+        "\n".join(lines[start - 1 : end]),
     )
 
 
-MODULE = _span_text("m" * 64, "<module>", 1, 8, "module")
+MODULE = _span_text("m" * 64, "<module>", 1, 8, SpanKind.MODULE)
 TOTAL = _span_text("t" * 64, "total", 6, 8)
 FILE_SPANS = {
-    "shop/orders.py": [Span("m" * 64, "module", "<module>", 1, 8), Span("t" * 64, "function", "total", 6, 8)]
+    "shop/orders.py": [
+        Span("m" * 64, SpanKind.MODULE, "<module>", 1, 8),
+        Span("t" * 64, SpanKind.FUNCTION, "total", 6, 8),
+    ]
 }
 
 
@@ -105,7 +108,10 @@ def test_replies_as_objects_text_or_fenced_json() -> None:
 
 def test_entity_and_process_path_units_become_targets() -> None:
     """Kinds whose extractors land later are described like routes: grounded as the unit is."""
-    spans = (Span("c" * 64, "class", "Customer", 1, 3), Span("f" * 64, "function", "flow", 5, 6))
+    spans = (
+        Span("c" * 64, SpanKind.CLASS, "Customer", 1, 3),
+        Span("f" * 64, SpanKind.FUNCTION, "flow", 5, 6),
+    )
     source = SourceFile("shop/models.py", "b" * 40, "shop.models", False, spans, {})
     program = Program("s" * 40, {"shop/models.py": source}, map_modules(["shop/models.py"]))
     units = [
