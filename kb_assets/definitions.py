@@ -12,6 +12,7 @@ from kb_assets.assets.spans import code_spans
 from kb_assets.jobs import DETERMINISTIC_ASSETS, INDEX_JOB, index_job, model_jobs, verify_job
 from kb_assets.sensors import branch_sensor, verify_after_index
 from kb_gates.checks import all_checks
+from kb_gates.model_checks import model_checks
 from kb_gates.oracle_asset import oracle_agreement
 from kb_resources.llm.resource import LlmResource
 from kb_resources.resources import KnowbaseResource
@@ -33,7 +34,7 @@ def build_definitions(settings: Settings, repo: str | None = None) -> dg.Definit
             descriptions,
             decisions,
         ],
-        asset_checks=all_checks(),
+        asset_checks=[*all_checks(), *model_checks()],
         jobs=[index_job(), verify_job(), *model_jobs()],
         sensors=[branch_sensor, verify_after_index],
         resources={

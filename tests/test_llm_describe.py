@@ -144,3 +144,34 @@ def test_missing_key_is_one_line_exit_2(kb_env: KbEnv, tmp_path: Path, monkeypat
     assert done.code == 2
     assert done.stderr.count("\n") == 1, done.stderr
     assert "OPENAI_API_KEY" in done.stderr
+
+
+def test_claims_backed_check_catches_a_tampered_claim(kb_env: KbEnv, tmp_path: Path) -> None:
+    """The ``claims_backed`` check re-runs the floor over what the store holds: a claim slipped into
+    a stored description (and reused by the next run) fails it, and ``kb describe`` exits 1."""
+    import sqlalchemy as sa
+
+    shop = build_shop(tmp_path / "shop")
+    kb_env.extra["KB_LLM_PROVIDER"] = "stub"
+    assert kb_env.kb("index", shop.repo).code == 0
+    first = kb_env.kb("describe", shop.repo)
+    assert first.code == 0
+    assert first.stderr == ""
+    forged = json.dumps([{"text": "It calls the ghost.", "symbols": ["ghost_helper"], "span_ids": []}])
+    engine = sa.create_engine(kb_env.db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "UPDATE artifact SET payload = jsonb_set(payload, '{claims}', "
+                    "(payload->'claims') || CAST(:forged AS jsonb)) "
+                    "WHERE logical_key = 'describe:shop.pricing'"
+                ),
+                {"forged": forged},
+            )
+    finally:
+        engine.dispose()
+    again = kb_env.kb("describe", shop.repo)
+    assert again.code == 1
+    assert "descriptions.claims_backed" in again.stderr
+    assert "describe:shop.pricing: claim 'It calls the ghost.' unbacked:ghost_helper" in again.stderr

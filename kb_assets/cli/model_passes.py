@@ -2,7 +2,8 @@
 
 Both work on an indexed commit (default: the newest indexed commit of HEAD's branch), check first
 that the configured provider can be used at all (SDK installed, key set: else one line, exit 2),
-then materialize their asset in its own job and print one summary line from its metadata.
+then materialize their asset in its own job, print one summary line from its metadata and one line
+per failed ``claims_backed`` check (exit 1).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kb_assets.cli.index import report_checks
 from kb_assets.cli.runner import run_model_pass
 from kb_assets.cli.session import indexed_sha, open_session
 from kb_assets.core.describe.targets import TARGET_KINDS
@@ -66,6 +68,7 @@ def _run(args: argparse.Namespace, job: str, config: dict[str, Any]) -> int:
     session = open_session(args)
     open_provider(llm_config(session.settings))  # no SDK or no key: one line, exit 2, before any run
     sha = indexed_sha(session, args.sha)
-    metadata = run_model_pass(session, job, sha, config)
+    metadata, checks = run_model_pass(session, job, sha, config)
     print(metadata.get("summary_line") or f"{job} {sha[:12]}: done")
-    return 0
+    report_checks(checks)
+    return 1 if checks.failures else 0

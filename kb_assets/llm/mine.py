@@ -107,13 +107,13 @@ def mine_history(
     stats.cost_usd = stats.usage.cost(llm.price)
     if pulls is not None:
         stats.extra.update(pr_fetched=pulls.fetched, pr_failed=pulls.failed)
-    produced = {a.logical_key for a in artifacts}
-    publish_units(
+    walked = {decision_key(p.change.sha) for p in pending}
+    publish_units(  # decisions of commits not walked this time stay; walked ones are replaced
         engine,
         program.sha,
         MINE_ID,
         artifacts,
-        keep=lambda old: [a for k, a in old.items() if k not in produced],
+        keep=lambda old: [a for k, a in old.items() if k not in walked],
     )
     return stats
 
