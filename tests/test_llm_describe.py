@@ -105,6 +105,28 @@ def test_a_target_with_no_surviving_claim_is_not_stored(kb_env: KbEnv, tmp_path:
     assert calls > 0
     assert f"0 stored (0 reused, {calls} calls, {calls} unsupported" in line
     assert _descriptions(kb_env, shop.repo) == []
+    gaps = _gaps(kb_env, "describe")
+    assert len(gaps) == calls
+    assert {reason for reason, _ in gaps} == {"no_backed_claim"}
+    assert "describe:shop.pricing: no claim of the model's reply is backed by its code" in str(gaps)
+    line, again = _describe(kb_env, shop.repo)  # what yielded nothing is never sent (billed) again
+    assert again == 0
+    assert f"0 calls, 0 unsupported, {calls} known unsupported" in line
+    assert len(_gaps(kb_env, "describe")) == calls
+
+
+def _gaps(kb_env: KbEnv, source: str) -> list[tuple[str, str]]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(kb_env.db_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text("SELECT reason, detail FROM gap WHERE source = :s ORDER BY detail"), {"s": source}
+            ).all()
+    finally:
+        engine.dispose()
+    return [(str(r), str(d)) for r, d in rows]
 
 
 def test_kind_and_limit_bound_the_calls_and_index_keeps_descriptions(kb_env: KbEnv, tmp_path: Path) -> None:

@@ -95,6 +95,11 @@ def test_a_commit_with_no_backed_claim_stores_no_decision(kb_env: KbEnv, tmp_pat
     assert calls == 3
     assert "0 stored (0 reused, 3 calls, 3 unsupported" in line
     assert _decisions(kb_env, shop.repo) == {}
+    line, calls = _mine(kb_env, shop.repo)
+    assert calls == 0
+    assert "0 calls, 0 unsupported, 3 known unsupported" in line
+    _, calls = _mine(kb_env, shop.repo, "--force")
+    assert calls == 3
 
 
 def test_prs_add_context_and_identity_and_degrade_when_a_fetch_fails(kb_env: KbEnv, tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ Every target is considered on every run. A target whose grounding (span ids), pr
 model are those of a stored description reuses it — no call, ever. Of the rest, those of the
 requested kinds are sent to the model (at most ``limit`` calls), stage by stage so a package's
 prompt can use its members' fresh summaries; each reply goes through the claim floor and becomes a
-``description`` only if a claim survives. The commit's published snapshot then holds every
-reused or new description of the commit, nothing else of it changed.
+``description`` only if a claim survives. A reply with no surviving claim becomes a
+``no_backed_claim`` gap instead, and its input is never sent again. The commit's published
+snapshot then holds every reused or new description of the commit, nothing else of it changed.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from kb_assets.core.describe.units import (
 )
 from kb_assets.core.grounding import known_occurrences
 from kb_assets.core.llm.floor import Floor
-from kb_assets.core.llm.units import DESCRIBE_ID, pick_prior
+from kb_assets.core.llm.units import DESCRIBE_ID, pick_prior, unsupported_gap
 from kb_assets.core.models import JSON, Grounding
 from kb_assets.core.program import Program
-from kb_assets.llm.passes import PassStats, ask_all, publish_units
+from kb_assets.llm.passes import PassStats, ask_all, known_unsupported, publish_units
 from kb_assets.llm.spantext import SpanReader, commit_floor
 from kb_resources.git.repo import GitRepo
 from kb_resources.llm.client import LlmClient
@@ -65,9 +66,13 @@ def describe_commit(
     stats.considered = len(targets)
     payloads = _reusable(engine, targets, llm.model_id)
     stats.reused = len(payloads)
-    wanted = [t for t in targets if t.logical_key not in payloads and (kinds is None or t.kind in kinds)]
+    known = known_unsupported(engine, DESCRIBE_ID)
+    open_targets = [t for t in targets if t.logical_key not in payloads]
+    unsupported = [t for t in open_targets if target_input_key(t, llm.model_id) in known]
+    stats.known_unsupported = len(unsupported)
+    wanted = [t for t in open_targets if t not in unsupported and (kinds is None or t.kind in kinds)]
     todo = wanted if limit is None else wanted[: max(limit, 0)]
-    stats.skipped = len(targets) - len(payloads) - len(todo)
+    stats.skipped = len(open_targets) - len(unsupported) - len(todo)
     reader, floor = SpanReader(repo, program), commit_floor(program)
     summaries = {
         t.target: str(payloads[t.logical_key]["summary"]) for t in targets if t.logical_key in payloads
@@ -76,6 +81,7 @@ def describe_commit(
         batch = list(stage)
         fresh = _describe_stage(batch, reader=reader, floor=floor, llm=llm, summaries=summaries, stats=stats)
         payloads.update(fresh)
+        unsupported += [t for t in batch if t.logical_key in stats.barren]
         summaries.update(
             {t.target: str(fresh[t.logical_key]["summary"]) for t in batch if t.logical_key in fresh}
         )
@@ -87,8 +93,20 @@ def describe_commit(
     ]
     stats.stored = len(artifacts)
     stats.cost_usd = stats.usage.cost(llm.price)
-    publish_units(engine, program.sha, DESCRIBE_ID, artifacts)
+    gaps = [
+        unsupported_gap(DESCRIBE_ID, t.logical_key, target_input_key(t, llm.model_id), *_where(reader, t))
+        for t in sorted(unsupported, key=lambda t: t.logical_key)
+    ]
+    publish_units(engine, program.sha, DESCRIBE_ID, artifacts, gaps=gaps)
     return stats
+
+
+def _where(reader: SpanReader, target: Target) -> tuple[str, int | None]:
+    """Path and first line of a target's first grounding span (where its gap is shown)."""
+    spans = reader.texts(target.grounding[:1])
+    if spans:
+        return spans[0].path, spans[0].start_line
+    return target.grounding[0].path, None
 
 
 def _reusable(engine: Engine, targets: list[Target], model_id: str) -> dict[str, dict[str, JSON]]:
@@ -126,6 +144,7 @@ def _describe_stage(
         stats.dropped_claims += len(verdict.dropped)
         if not verdict.kept:
             stats.unsupported += 1
+            stats.barren.add(target.logical_key)
             continue
         fresh[target.logical_key] = description_payload(target, reply, verdict, model_id=llm.model_id)
     return fresh

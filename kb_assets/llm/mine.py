@@ -5,9 +5,10 @@ Merges are skipped; a commit that changed no `.py` file ("docs only") or no span
 model; a commit none of whose changed spans still occurs at S cannot be grounded in S's snapshot
 ("superseded") and is skipped before any call. A decision already stored for the same commit,
 changed spans, prompt version, model and PR digest is reused (re-judged against the spans still
-present) unless ``force``. With ``pulls``, the PR text of a squash-merged commit is fetched as
-context; a failed fetch mines the commit without it and is counted. Decisions of commits not
-walked this time stay in S's snapshot.
+present) unless ``force``; a commit whose reply kept no claim is recorded as a ``no_backed_claim``
+gap and, unless ``force``, never sent again. With ``pulls``, the PR text of a squash-merged commit
+is fetched as context; a failed fetch mines the commit without it and is counted. Decisions of
+commits not walked this time stay in S's snapshot.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy import Engine
 from kb_assets.core.grounding import known_occurrences
 from kb_assets.core.llm.floor import Floor, SpanText
 from kb_assets.core.llm.prompt import Prompt
-from kb_assets.core.llm.units import MINE_ID, pick_prior
+from kb_assets.core.llm.units import MINE_ID, pick_prior, unsupported_gap
 from kb_assets.core.mine.decisions import (
     CHANGED_ROLE,
     DECISION_KIND,
@@ -35,11 +36,11 @@ from kb_assets.core.mine.decisions import (
     revalidated,
     squash_pr_number,
 )
-from kb_assets.core.models import JSON, Artifact, Grounding
+from kb_assets.core.models import JSON, Artifact, Gap, Grounding
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
 from kb_assets.llm.history import CommitChange, commit_change
-from kb_assets.llm.passes import PassStats, ask_all, publish_units
+from kb_assets.llm.passes import PassStats, ask_all, known_unsupported, publish_units
 from kb_assets.llm.spantext import SpanReader, commit_floor
 from kb_resources.git.repo import GitRepo
 from kb_resources.github import PullFetchError, PullSource
@@ -92,30 +93,54 @@ def mine_history(
     ]
     stats.considered = len(pending)
     prior = {} if force else _prior(engine, pending, llm.model_id)
+    known = set() if force else known_unsupported(engine, MINE_ID)
     payloads: dict[str, dict[str, JSON]] = {}
     to_ask: list[Pending] = []
+    barren: list[Pending] = []
     for item in pending:
         stored = pick_prior(prior.get(decision_key(item.change.sha), []), item.key)
+        if stored is None and item.key in known:
+            stats.known_unsupported += 1
+            barren.append(item)
+            continue
         if stored is None:
             to_ask.append(item)
             continue
         stats.reused += 1
         payloads[item.change.sha] = revalidated(stored, walk.floor, item.spans)
     payloads.update(_ask(to_ask, walk.floor, llm, stats))
-    artifacts = _artifacts(pending, payloads, program, llm.model_id, stats)
+    artifacts, unsupported = _artifacts(pending, payloads, program, llm.model_id, stats)
     stats.stored = len(artifacts)
     stats.cost_usd = stats.usage.cost(llm.price)
     if pulls is not None:
         stats.extra.update(pr_fetched=pulls.fetched, pr_failed=pulls.failed)
     walked = {decision_key(p.change.sha) for p in pending}
-    publish_units(  # decisions of commits not walked this time stay; walked ones are replaced
+    gaps = _kept_gaps(engine, program.sha, walked) + [_gap(item) for item in [*barren, *unsupported]]
+    publish_units(  # decisions (and gaps) of commits not walked this time stay; walked ones are replaced
         engine,
         program.sha,
         MINE_ID,
         artifacts,
+        gaps=sorted(gaps, key=lambda g: (g.detail, g.path)),
         keep=lambda old: [a for k, a in old.items() if k not in walked],
     )
     return stats
+
+
+def _gap(item: Pending) -> Gap:
+    """The ``no_backed_claim`` gap of a commit whose decision kept no claim."""
+    first = item.spans[0] if item.spans else None
+    path = first.path if first is not None else item.grounding[0].path
+    return unsupported_gap(
+        MINE_ID, decision_key(item.change.sha), item.key, path, first.start_line if first else None
+    )
+
+
+def _kept_gaps(engine: Engine, sha: str, walked: set[str]) -> list[Gap]:
+    """The pass's gaps at ``sha`` about commits not walked this time (they stay recorded)."""
+    with engine.connect() as conn:
+        found = reads.gaps(conn, sha)
+    return [g for g in found if g.source == MINE_ID and g.detail.split(": ", 1)[0] not in walked]
 
 
 class _Walk:
@@ -237,20 +262,23 @@ def _artifacts(
     program: Program,
     model_id: str,
     stats: PassStats,
-) -> list[Artifact]:
-    """The decisions with at least one surviving claim (the others are counted as unsupported)."""
+) -> tuple[list[Artifact], list[Pending]]:
+    """The decisions with at least one surviving claim, and the commits whose reply kept none
+    (counted as unsupported: nothing is stored for them)."""
     occurrences = known_occurrences(program)
-    artifacts = []
+    artifacts: list[Artifact] = []
+    unsupported: list[Pending] = []
     for item in pending:
         payload = payloads.get(item.change.sha)
         if payload is None:
             continue
         if not payload["claims"]:
             stats.unsupported += 1
+            unsupported.append(item)
             continue
         artifacts.append(
             decision_artifact(
                 item.change.sha, payload, item.grounding, model_id=model_id, occurrences=occurrences
             )
         )
-    return artifacts
+    return artifacts, unsupported

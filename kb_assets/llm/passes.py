@@ -14,7 +14,8 @@ from sqlalchemy import Connection, Engine
 from kb_assets.core.errors import NotIndexedError
 from kb_assets.core.llm.prompt import Prompt
 from kb_assets.core.llm.reply import REPLY_SCHEMA, REPLY_TOOL, Reply, ReplyError, parse_reply
-from kb_assets.core.models import Artifact
+from kb_assets.core.llm.units import NO_BACKED_CLAIM, gap_input_key
+from kb_assets.core.models import Artifact, Gap
 from kb_resources.llm.base import Completion, LlmRequest, RequestFailedError
 from kb_resources.llm.client import LlmClient, Usage
 from kb_resources.store import reads, writes
@@ -31,7 +32,9 @@ class PassStats:
     reused: int = 0
     stored: int = 0
     unsupported: int = 0
-    """Replies with no surviving claim: nothing stored for them."""
+    """Replies with no surviving claim: nothing stored for them (recorded as gaps)."""
+    known_unsupported: int = 0
+    """Inputs that yielded no backed claim before: not sent again."""
     failed: int = 0
     """Requests refused or replies not in the reply schema."""
     dropped_claims: int = 0
@@ -39,6 +42,8 @@ class PassStats:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     extra: dict[str, int] = field(default_factory=dict)
+    barren: set[str] = field(default_factory=set)
+    """Logical keys asked this run whose reply kept no claim."""
 
     def line(self, verb: str) -> str:
         """The one summary line of ``kb describe`` / ``kb mine``."""
@@ -46,7 +51,8 @@ class PassStats:
         extra = "".join(f", {v} {k.replace('_', '-')}" for k, v in self.extra.items() if v)
         return (
             f"{verb} {self.sha[:12]} with {self.model_id}: {self.stored} stored ({self.reused} reused, "
-            f"{self.usage.calls} calls, {self.unsupported} unsupported, {self.failed} failed, "
+            f"{self.usage.calls} calls, {self.unsupported} unsupported, "
+            f"{self.known_unsupported} known unsupported, {self.failed} failed, "
             f"{self.skipped} skipped), {self.dropped_claims} claims dropped, "
             f"{self.usage.input_tokens}+{self.usage.output_tokens} tokens, {cost}{extra}"
         )
@@ -61,6 +67,7 @@ class PassStats:
             "reused": self.reused,
             "stored": self.stored,
             "unsupported": self.unsupported,
+            "known_unsupported": self.known_unsupported,
             "failed": self.failed,
             "dropped_claims": self.dropped_claims,
             "skipped": self.skipped,
@@ -109,15 +116,26 @@ def publish_units(
     sha: str,
     extractor_id: str,
     artifacts: Sequence[Artifact],
+    *,
+    gaps: Sequence[Gap],
     keep: Callable[[dict[str, str]], list[str]] | None = None,
 ) -> int:
     """Store ``artifacts``, stage them (plus the previously staged ids ``keep`` selects from the
-    old logical key -> id map) and add them to the published snapshot of ``sha``, atomically."""
+    old logical key -> id map), add them to the published snapshot of ``sha`` and make ``gaps``
+    the pass's gaps at ``sha``, atomically."""
     with engine.begin() as conn:
         kept = keep(reads.staged_keys(conn, sha, extractor_id)) if keep is not None else []
         writes.insert_artifacts(conn, artifacts)
         writes.replace_staged(conn, sha, extractor_id, [*kept, *(a.artifact_id for a in artifacts)])
+        writes.replace_gaps(conn, sha, extractor_id, gaps)
         return writes.publish_entries(conn, sha, extractor_id)
+
+
+def known_unsupported(engine: Engine, extractor_id: str) -> set[str]:
+    """Input keys this pass already sent without getting a backed claim (never sent again)."""
+    with engine.connect() as conn:
+        details = reads.gap_details(conn, extractor_id, NO_BACKED_CLAIM)
+    return {key for detail in details if (key := gap_input_key(detail)) is not None}
 
 
 def require_published(engine: Engine, sha: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from kb_resources.store.schema import artifact, staged_entry
+from kb_resources.store.schema import artifact, gap, staged_entry
 
 _KEYS = ARRAY(sa.Text())
 
@@ -49,3 +49,10 @@ def staged_keys(conn: sa.Connection, sha: str, extractor_id: str) -> dict[str, s
         .order_by(artifact.c.artifact_id)
     )
     return {key: aid for key, aid in conn.execute(query).all()}
+
+
+def gap_details(conn: sa.Connection, source: str, reason: str) -> list[str]:
+    """The details of every gap ``source`` recorded with ``reason``, on any commit (a model pass
+    reads its ``no_backed_claim`` gaps to never re-send an input that yielded nothing)."""
+    query = sa.select(gap.c.detail).where(gap.c.source == source, gap.c.reason == reason).distinct()
+    return sorted(conn.scalars(query))

@@ -33,7 +33,7 @@ from kb_resources.store.location_reads import (
     file_at,
     spans_covering,
 )
-from kb_resources.store.model_reads import prior_payloads, staged_keys
+from kb_resources.store.model_reads import gap_details, prior_payloads, staged_keys
 from kb_resources.store.schema import (
     artifact,
     blob_span,
@@ -73,6 +73,7 @@ __all__ = [
     "commit_stats",
     "embedding_model",
     "file_at",
+    "gap_details",
     "gaps",
     "is_published",
     "load_parsed_blobs",

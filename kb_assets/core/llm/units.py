@@ -10,13 +10,14 @@ pass looks for a stored unit with the same logical key, prompt version, model id
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.grounding import check_grounding
 from kb_assets.core.ids import artifact_id, canonical_json
 from kb_assets.core.llm.floor import CONFIDENCE_CEILING
-from kb_assets.core.models import JSON, Artifact, Grounding, Method
+from kb_assets.core.models import JSON, Artifact, Gap, Grounding, Method
 
 DESCRIBE_ID = "describe"
 MINE_ID = "mine"
@@ -42,6 +43,26 @@ def input_key(
         "extra": dict(extra or {}),
     }
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+NO_BACKED_CLAIM = "no_backed_claim"
+"""Gap reason of a unit whose model reply had no claim the target's code backs (nothing stored)."""
+
+_INPUT = re.compile(r"\(input ([0-9a-f]{64})\)$")
+
+
+def unsupported_gap(source: str, logical_key: str, key: str, path: str, line: int | None) -> Gap:
+    """The gap recording that the model was asked about ``logical_key`` (``input_key`` ``key``) and
+    none of its claims survived: shown like any gap, and remembered so the same input is never sent
+    (and billed) again."""
+    detail = f"{logical_key}: no claim of the model's reply is backed by its code (input {key})"
+    return Gap(path=path, reason=NO_BACKED_CLAIM, detail=detail, line=line, source=source)
+
+
+def gap_input_key(detail: str) -> str | None:
+    """The ``input_key`` an ``unsupported_gap`` detail names."""
+    match = _INPUT.search(detail)
+    return match.group(1) if match else None
 
 
 def pick_prior(payloads: Sequence[Mapping[str, JSON]], key: str) -> Mapping[str, JSON] | None:
