@@ -1,7 +1,7 @@
 """Pull request text from the GitHub REST API: the only networked step of knowbase (``kb mine --prs``).
 
-Strictly opt-in. ``GITHUB_TOKEN`` is optional (sent as a bearer token, never logged or stored);
-``KB_GITHUB_API_URL`` points at GitHub Enterprise or a test server. Every failure — no GitHub
+Strictly opt-in. ``GITHUB_TOKEN`` is optional (sent as a bearer token over https or to loopback
+only, never logged or stored); ``KB_GITHUB_API_URL`` points at GitHub Enterprise or a test server. Every failure — no GitHub
 remote, network error, HTTP error, unexpected JSON — is a ``PullFetchError`` the caller counts
 and degrades on; nothing here retries or raises anything else.
 """
@@ -12,6 +12,7 @@ import json
 import os
 import re
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from kb_assets.core.errors import KbError
@@ -65,7 +66,7 @@ class PullSource:
         url = f"{self.api_url}/repos/{owner}/{name}/pulls/{number}"
         if not url.startswith(("https://", "http://")):
             raise PullFetchError(number, f"KB_GITHUB_API_URL must be http(s), not {self.api_url!r}")
-        request = urllib.request.Request(url, headers=self._headers())  # noqa: S310 - scheme checked above
+        request = urllib.request.Request(url, headers=self._headers(url))  # noqa: S310 - scheme checked above
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310 - scheme checked
                 data = json.loads(response.read().decode("utf-8"))
@@ -77,15 +78,21 @@ class PullSource:
             raise PullFetchError(number, "unexpected reply")
         return PullText(number=number, title=data["title"], body=str(data.get("body") or ""))
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, url: str) -> dict[str, str]:
         headers = {
             "Accept": "application/vnd.github+json",
             "User-Agent": "knowbase",
             "X-GitHub-Api-Version": "2022-11-28",
         }
-        if self._token:
+        if self._token and _private_channel(url):
             headers["Authorization"] = f"Bearer {self._token}"
         return headers
+
+
+def _private_channel(url: str) -> bool:
+    """Whether a token may travel to ``url``: over https, or plain http to this machine only."""
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == "https" or parts.hostname in ("127.0.0.1", "localhost", "::1")
 
 
 def pull_source(api_url: str, remote: str | None) -> PullSource:

@@ -142,5 +142,35 @@ def test_model_passes_have_their_own_jobs() -> None:
     index = {n.name for n in defs.resolve_job_def(INDEX_JOB).graph.node_defs}
     assert "knowledge_snapshot" in index
     assert not index & {"descriptions", "decisions"}
-    assert {n.name for n in defs.resolve_job_def(DESCRIBE_JOB).graph.node_defs} == {"descriptions"}
-    assert {n.name for n in defs.resolve_job_def(MINE_JOB).graph.node_defs} == {"decisions"}
+    describe = {n.name for n in defs.resolve_job_def(DESCRIBE_JOB).graph.node_defs}
+    assert describe == {"descriptions", "descriptions_claims_backed"}
+    mine = {n.name for n in defs.resolve_job_def(MINE_JOB).graph.node_defs}
+    assert mine == {"decisions", "decisions_claims_backed"}
+
+
+@pytest.mark.parametrize(
+    ("remote", "expected"),
+    [
+        ("https://github.com/acme/shop.git", ("acme", "shop")),
+        ("git@github.com:acme/shop.git", ("acme", "shop")),
+        ("ssh://git@github.com/acme/shop", ("acme", "shop")),
+        ("https://gitlab.com/acme/shop.git", None),
+        (None, None),
+    ],
+)
+def test_github_remotes(remote: str | None, expected: tuple[str, str] | None) -> None:
+    from kb_resources.github import github_repository
+
+    assert github_repository(remote) == expected
+
+
+def test_squash_merge_numbers_and_token_channel() -> None:
+    from kb_assets.core.mine.decisions import squash_pr_number
+    from kb_resources.github import PullSource
+
+    assert squash_pr_number("Round totals (#12)\n\nbody (#13)") == 12
+    assert squash_pr_number("Merge pull request #12 from x") is None
+    source = PullSource("http://example.com", ("a", "b"), "tok")
+    assert "Authorization" not in source._headers("http://example.com/repos/a/b/pulls/1")
+    assert source._headers("https://api.github.com/x")["Authorization"] == "Bearer tok"
+    assert source._headers("http://127.0.0.1:9/x")["Authorization"] == "Bearer tok"
