@@ -1,9 +1,9 @@
 """Pull request text from the GitHub REST API: the only networked step of knowbase (``kb mine --prs``).
 
 Strictly opt-in. ``GITHUB_TOKEN`` is optional (sent as a bearer token over https or to loopback
-only, never logged or stored); ``KB_GITHUB_API_URL`` points at GitHub Enterprise or a test server. Every failure — no GitHub
-remote, network error, HTTP error, unexpected JSON — is a ``PullFetchError`` the caller counts
-and degrades on; nothing here retries or raises anything else.
+only, never logged or stored); ``KB_GITHUB_API_URL`` points at GitHub Enterprise or a test server.
+Every failure — no GitHub remote, network error, HTTP error, unexpected JSON — is a
+``PullFetchError`` the caller counts and degrades on; nothing here retries or raises anything else.
 """
 
 from __future__ import annotations

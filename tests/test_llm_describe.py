@@ -113,6 +113,8 @@ def test_a_target_with_no_surviving_claim_is_not_stored(kb_env: KbEnv, tmp_path:
     assert again == 0
     assert f"0 calls, 0 unsupported, {calls} known unsupported" in line
     assert len(_gaps(kb_env, "describe")) == calls
+    _, forced = _describe(kb_env, shop.repo, "--force")
+    assert forced == calls
 
 
 def _gaps(kb_env: KbEnv, source: str) -> list[tuple[str, str]]:

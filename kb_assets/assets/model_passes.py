@@ -30,6 +30,8 @@ class DescribeConfig(dg.Config):
     """Target kinds to send to the model (empty: all); stored descriptions are kept either way."""
     limit: int = -1
     """At most this many model calls (-1: no limit)."""
+    force: bool = False
+    """Ask the model again even where a stored description (or a no_backed_claim gap) answers."""
 
 
 class MineConfig(dg.Config):
@@ -78,6 +80,7 @@ def descriptions(
         client,
         kinds=config.kinds or None,
         limit=None if config.limit < 0 else config.limit,
+        force=config.force,
     )
     return _result(context, stats, kb, "describe", "described")
 

@@ -31,6 +31,7 @@ def add_describe_arguments(p: argparse.ArgumentParser) -> None:
         help="describe only targets of this kind (repeatable; default: all)",
     )
     p.add_argument("--limit", type=int, default=-1, metavar="N", help="at most N model calls this run")
+    p.add_argument("--force", action="store_true", help="ask the model again even for described targets")
 
 
 def add_mine_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,7 +55,7 @@ def add_mine_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_describe(args: argparse.Namespace) -> int:
     """Describe the commit's targets; print the summary line."""
-    config: dict[str, Any] = {"kinds": sorted(set(args.kind or [])), "limit": args.limit}
+    config: dict[str, Any] = {"kinds": sorted(set(args.kind or [])), "limit": args.limit, "force": args.force}
     return _run(args, "describe_commit", config)
 
 

@@ -59,14 +59,16 @@ def describe_commit(
     *,
     kinds: Collection[str] | None = None,
     limit: int | None = None,
+    force: bool = False,
 ) -> PassStats:
-    """Describe the commit's targets (see the module docstring) and publish the descriptions."""
+    """Describe the commit's targets (see the module docstring) and publish the descriptions;
+    ``force`` asks the model again even where a stored description or gap answers."""
     stats = PassStats(sha=program.sha, model_id=llm.model_id, prompt_version=describe_version())
     targets = build_targets(program, load_units(engine, program.sha))
     stats.considered = len(targets)
-    payloads = _reusable(engine, targets, llm.model_id)
+    payloads = {} if force else _reusable(engine, targets, llm.model_id)
     stats.reused = len(payloads)
-    known = known_unsupported(engine, DESCRIBE_ID)
+    known = set() if force else known_unsupported(engine, DESCRIBE_ID)
     open_targets = [t for t in targets if t.logical_key not in payloads]
     unsupported = [t for t in open_targets if target_input_key(t, llm.model_id) in known]
     stats.known_unsupported = len(unsupported)
