@@ -20,6 +20,9 @@ import dagster as dg
 from kb_assets.core.extractors.registry import EXTRACTORS
 
 INDEX_JOB = "index_commit"
+INDEX_MULTIPROCESS_JOB = "index_commit_multiprocess"
+"""The same assets and checks as ``INDEX_JOB``, each step in its own process (``kb index
+--executor multiprocess``; the pattern for Celery/Kubernetes executors against a shared store)."""
 VERIFY_JOB = "verify_commit"
 DESCRIBE_JOB = "describe_commit"
 MINE_JOB = "mine_history"
@@ -58,6 +61,16 @@ def _index_job() -> dg.UnresolvedAssetJobDefinition:
     )
 
 
+def _index_multiprocess_job() -> dg.UnresolvedAssetJobDefinition:
+    """``INDEX_JOB`` under Dagster's multiprocess executor: independent extractors run at once."""
+    return dg.define_asset_job(
+        INDEX_MULTIPROCESS_JOB,
+        selection=dg.AssetSelection.assets(*DETERMINISTIC_ASSETS),
+        description="Index one commit with every step in its own process (scale-out shape).",
+        executor_def=dg.multiprocess_executor,
+    )
+
+
 def _verify_job() -> dg.UnresolvedAssetJobDefinition:
     """Verify one indexed commit against the independent oracles (grimp, griffe)."""
     return dg.define_asset_job(
@@ -89,6 +102,7 @@ def quiet_config() -> dict[str, Any]:
 
 
 _INDEX = _index_job()
+_INDEX_MULTIPROCESS = _index_multiprocess_job()
 _VERIFY = _verify_job()
 _MODEL_JOBS = (
     _model_job(DESCRIBE_JOB, "Describe one indexed commit's targets with a model (claims checked)."),
@@ -99,6 +113,11 @@ _MODEL_JOBS = (
 def index_job() -> dg.UnresolvedAssetJobDefinition:
     """The one index job object (Dagster refuses two job objects of one name)."""
     return _INDEX
+
+
+def index_multiprocess_job() -> dg.UnresolvedAssetJobDefinition:
+    """The one multiprocess index job object."""
+    return _INDEX_MULTIPROCESS
 
 
 def verify_job() -> dg.UnresolvedAssetJobDefinition:

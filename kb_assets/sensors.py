@@ -11,7 +11,14 @@ import json
 import dagster as dg
 
 from kb_assets.indexing.follow import plan_branches, watched_branches
-from kb_assets.jobs import INDEX_JOB, index_config, index_job, quiet_config, verify_job
+from kb_assets.jobs import (
+    INDEX_JOB,
+    index_config,
+    index_job,
+    index_multiprocess_job,
+    quiet_config,
+    verify_job,
+)
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
 from kb_resources.store import reads, writes
@@ -57,7 +64,7 @@ def branch_sensor(context: dg.SensorEvaluationContext, kb: KnowbaseResource) -> 
 @dg.run_status_sensor(
     name="verify_after_index",
     run_status=dg.DagsterRunStatus.SUCCESS,
-    monitored_jobs=[index_job()],
+    monitored_jobs=[index_job(), index_multiprocess_job()],
     request_job=verify_job(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="After each successful index run, verifies the commit against grimp and griffe.",

@@ -103,12 +103,35 @@ def invalidation_report(
 
 
 def invalidation_against_base(engine: Engine, sha: str) -> tuple[str | None, InvalidationReport]:
-    """The report between ``sha`` and the base it was indexed against (None: no base)."""
+    """The report between ``sha`` and the base it was indexed against (None: no base).
+
+    Units whose id is the same in both snapshots are one stored row (same payload, same grounding
+    rows), so only the units that were re-identified are loaded and compared in full: a one-file
+    commit of a large repository reads a handful of records, not two whole snapshots.
+    """
     with engine.connect() as conn:
         stats = reads.commit_stats(conn, sha) or {}
         base = stats.get("base_sha")
         if not base or base == sha:
             return None, InvalidationReport()
-        return base, invalidation_report(
-            reads.snapshot_records(conn, base), reads.snapshot_records(conn, sha)
-        )
+        before = {(k.kind, k.logical_key): k for k in reads.snapshot_keys(conn, base)}
+        after = reads.snapshot_keys(conn, sha)
+        compared = 0
+        bumped: dict[str, int] = {}
+        moved: list[tuple[str, str]] = []
+        for key in after:
+            prior = before.get((key.kind, key.logical_key))
+            if prior is None:
+                continue
+            if prior.extractor_version != key.extractor_version:
+                bumped[key.kind] = bumped.get(key.kind, 0) + 1
+                continue
+            compared += 1
+            if prior.artifact_id != key.artifact_id:
+                moved.append((prior.artifact_id, key.artifact_id))
+        old = reads.records_by_id(conn, base, [m[0] for m in moved])
+        new = reads.records_by_id(conn, sha, [m[1] for m in moved])
+    detail = invalidation_report(list(old.values()), list(new.values()))
+    return base, InvalidationReport(
+        compared, len(moved), detail.over_invalidated, detail.stale_survivors, dict(sorted(bumped.items()))
+    )

@@ -35,15 +35,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     verify.add_argument(
         "--no-verify", dest="verify", action="store_false", help="never run the oracle checks"
     )
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the steps under Dagster's multiprocess executor, N at once (default: in this process)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Index the commit, print the summary line and one line per gap."""
     session = open_session(args)
+    if args.processes < 0:
+        raise BadInputError(
+            f"--processes must be 0 (in this process) or a positive count, got {args.processes}"
+        )
     sha = session.repo.resolve(args.sha)
     if args.parent is not None:
         check_parent(session, args.parent)
-    outcome = index_commit(session, sha, parent=args.parent, full=args.full, verify=args.verify)
+    outcome = index_commit(
+        session, sha, parent=args.parent, full=args.full, verify=args.verify, processes=args.processes
+    )
     if outcome.stats is None:
         raise CheckFailedError(list(outcome.failures) or ["the snapshot was not published"])
     print(summary_line(outcome.stats))

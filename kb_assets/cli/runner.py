@@ -73,14 +73,21 @@ def index_commit(
     full: bool = False,
     source: str = "cli",
     verify: bool | None = None,
+    processes: int = 0,
 ) -> IndexOutcome:
     """Materialize the commit's partition of every deterministic asset (and their checks), then
-    verify it against the oracles when ``verify`` says so (None: when the commit is small)."""
+    verify it against the oracles when ``verify`` says so (None: when the commit is small).
+
+    ``processes`` > 0 runs the steps under Dagster's multiprocess executor with that many at once
+    instead of in this process."""
     from kb_assets.jobs import INDEX_JOB, index_config
 
     inline = should_verify(session, sha, verify)
     tags = {"kb/source": source, "kb/verify": "inline" if inline else "deferred"}
-    result = run_job(session, INDEX_JOB, sha, index_config(parent, full), tags)
+    if processes > 0:
+        result = run_multiprocess(session, sha, index_config(parent, full), tags, processes)
+    else:
+        result = run_job(session, INDEX_JOB, sha, index_config(parent, full), tags)
     published = any(
         event.asset_key is not None and event.asset_key.to_user_string() == SNAPSHOT_ASSET
         for event in result.get_asset_materialization_events()
@@ -142,6 +149,38 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
     finally:
         progress.close()
         set_reporter(None)
+
+
+def run_multiprocess(
+    session: Session, sha: str, run_config: dict[str, Any], tags: dict[str, str], processes: int
+) -> Any:
+    """Execute the multiprocess index job for the commit: each step in its own process, at most
+    ``processes`` at once. The step processes rebuild the Definitions from the environment, so it
+    names the repository and the store's real URL (the embedded server is already running)."""
+    import os
+
+    import dagster as dg
+
+    from kb_assets.cli.instance import open_instance
+
+    instance = open_instance(session.settings, session.store)
+    if not instance.has_dynamic_partition("commits", sha):
+        instance.add_dynamic_partitions("commits", [sha])
+    os.environ.update({"KB_REPO": str(session.repo.root), "KB_DB_URL": session.store.real_url})
+    from kb_assets.definitions import multiprocess_index_job
+
+    config = {**run_config, "execution": {"config": {"max_concurrent": processes}}}
+    with dg.execute_job(
+        dg.reconstructable(multiprocess_index_job),
+        instance=instance,
+        run_config=config,
+        tags={**tags, "dagster/partition": sha},
+        raise_on_error=False,
+    ) as result:
+        if not result.success:
+            failed = [e.message or "" for e in result.all_events if e.is_failure]
+            raise RuntimeError("; ".join(failed[:3]) or "the multiprocess index run failed")
+        return result
 
 
 def unwrap(err: BaseException) -> BaseException:

@@ -15,10 +15,21 @@ from kb_assets.core.ids import artifact_id
 from kb_assets.core.models import Artifact, Grounding, Method
 from kb_assets.core.program import Program
 
+_last: tuple[Program, frozenset[tuple[str, str]]] | None = None
+
 
 def known_occurrences(program: Program) -> frozenset[tuple[str, str]]:
-    """Every (path, span_id) pair of the commit, for validating grounding edges."""
-    return frozenset((f.path, s.span_id) for f in program.files.values() for s in f.spans)
+    """Every (path, span_id) pair of the commit, for validating grounding edges.
+
+    Remembered for the last program (held, so it cannot be another object at a reused address):
+    every extractor of a commit, and its reproducibility check, validate against the same set.
+    """
+    global _last  # noqa: PLW0603 - a one-entry cache of a pure function of an immutable program
+    if _last is not None and _last[0] is program:
+        return _last[1]
+    found = frozenset((f.path, s.span_id) for f in program.files.values() for s in f.spans)
+    _last = (program, found)
+    return found
 
 
 def check_grounding(draft: Draft, occurrences: frozenset[tuple[str, str]]) -> tuple[Grounding, ...]:

@@ -29,6 +29,7 @@ Names are decided parents first, so the result does not depend on the input orde
 
 from __future__ import annotations
 
+import functools
 import keyword
 import posixpath
 from collections.abc import Iterable, Mapping
@@ -71,7 +72,13 @@ class _Candidate:
 
 def map_modules(paths: Iterable[str]) -> ModuleMap:
     """Give every `.py` path its dotted module name, or a gap saying why it has none."""
-    files = sorted({p for p in paths if p.endswith(".py")})
+    return _map_sorted(tuple(sorted({p for p in paths if p.endswith(".py")})))
+
+
+@functools.lru_cache(maxsize=4)
+def _map_sorted(files: tuple[str, ...]) -> ModuleMap:
+    """``map_modules`` of sorted, distinct paths; cached because ingest, parse and load of one
+    commit each ask for the same map (a pure function of the path set; the result is immutable)."""
     package_dirs = frozenset(posixpath.dirname(p) for p in files if posixpath.basename(p) == _INIT)
     gaps: list[Gap] = []
     by_name: dict[str, list[_Candidate]] = {}

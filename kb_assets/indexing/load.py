@@ -1,7 +1,9 @@
 """Load one commit as a ``Program`` from the store (parsing any blob whose facts are missing).
 
 Every extractor of a run resolves against the same commit, so the last loaded program is kept in
-memory: with the in-process executor the six extractor assets share one load.
+memory: with the in-process executor the six extractor assets share one load. The blobs of that
+program are remembered too, so a long-running process (``kb watch``, the Dagster daemon's runs)
+loading the next commit of a branch reads from the store only the blobs that commit changed.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from sqlalchemy import Engine
 
 from kb_assets.core.blobs import decode_facts
 from kb_assets.core.extractors.registry import parser_version
-from kb_assets.core.models import JSON
+from kb_assets.core.models import JSON, Span
 from kb_assets.core.modules import map_modules
 from kb_assets.core.program import Program, SourceFile
 from kb_assets.core.spans import ParseLimits
@@ -19,6 +21,10 @@ from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
 
 _last: tuple[tuple[str, str, str], Program] | None = None
+
+_Loaded = tuple[tuple[Span, ...], dict[str, JSON]]
+_blobs: tuple[tuple[str, str], dict[str, _Loaded]] | None = None
+"""(store url, parser version) -> blob id -> (spans, decoded facts) of the last program's blobs."""
 
 
 def load_program(repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits, workers: int) -> Program:
@@ -29,32 +35,42 @@ def load_program(repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits
         return _last[1]
     with engine.connect() as conn:
         files = [f for f in reads.commit_files(conn, sha) if f.mode in READABLE]
-    blob_ids = sorted({f.blob_id for f in files})
-    ensure_parsed(repo, engine, blob_ids, limits=limits, workers=workers)
-    with engine.connect() as conn:
-        blobs = reads.load_parsed_blobs(conn, parser_version(), blob_ids)
-    decoded: dict[str, dict[str, JSON]] = {}
+    loaded = _load_blobs(repo, engine, sorted({f.blob_id for f in files}), limits=limits, workers=workers)
     sources: dict[str, SourceFile] = {}
     for f in files:
-        blob = blobs[f.blob_id]
-        if not blob.spans:
+        spans, facts = loaded[f.blob_id]
+        if not spans:
             continue  # not understood: its gap is recorded by the parse step
-        if f.blob_id not in decoded:
-            decoded[f.blob_id] = decode_facts(blob.facts)
         sources[f.path] = SourceFile(
-            path=f.path,
-            blob_id=f.blob_id,
-            module=f.module,
-            is_package=f.is_package,
-            spans=blob.spans,
-            facts=decoded[f.blob_id],
+            path=f.path, blob_id=f.blob_id, module=f.module, is_package=f.is_package, spans=spans, facts=facts
         )
     program = Program(sha=sha, files=sources, module_map=map_modules(f.path for f in files))
     _last = (key, program)
     return program
 
 
+def _load_blobs(
+    repo: GitRepo, engine: Engine, blob_ids: list[str], *, limits: ParseLimits, workers: int
+) -> dict[str, _Loaded]:
+    """Spans and decoded facts of ``blob_ids``: remembered ones from memory, the rest parsed if
+    needed and read from the store. Only this commit's blobs are remembered afterwards."""
+    global _blobs  # noqa: PLW0603 - see module docstring
+    scope = (str(engine.url), parser_version())
+    known = _blobs[1] if _blobs is not None and _blobs[0] == scope else {}
+    missing = [b for b in blob_ids if b not in known]
+    fresh: dict[str, _Loaded] = {}
+    if missing:
+        ensure_parsed(repo, engine, missing, limits=limits, workers=workers)
+        with engine.connect() as conn:
+            cached = reads.load_parsed_blobs(conn, scope[1], missing)
+        fresh = {b: (c.spans, decode_facts(c.facts) if c.spans else {}) for b, c in cached.items()}
+    loaded = {b: known[b] if b in known else fresh[b] for b in blob_ids}
+    _blobs = (scope, loaded)
+    return loaded
+
+
 def forget_programs() -> None:
-    """Drop the cached program (tests use it to force a fresh load)."""
-    global _last  # noqa: PLW0603
+    """Drop the cached program and blobs (tests use it to force a fresh load)."""
+    global _last, _blobs  # noqa: PLW0603
     _last = None
+    _blobs = None

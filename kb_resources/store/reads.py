@@ -54,7 +54,14 @@ from kb_resources.store.serving_reads import (
     snapshots_holding,
 )
 from kb_resources.store.snapshot_load import LoadedSnapshot, SpanName, load_snapshot
-from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, orphans, snapshot_records
+from kb_resources.store.snapshot_reads import (
+    ArtifactRecord,
+    GroundingLine,
+    SnapshotKey,
+    orphans,
+    snapshot_keys,
+    snapshot_records,
+)
 
 __all__ = [
     "ArtifactRecord",
@@ -64,6 +71,7 @@ __all__ = [
     "FileAt",
     "GroundingLine",
     "LoadedSnapshot",
+    "SnapshotKey",
     "SpanName",
     "SpanOccurrence",
     "artifact_counts",
@@ -88,6 +96,7 @@ __all__ = [
     "published_commits",
     "records_by_id",
     "snapshot_artifact_ids",
+    "snapshot_keys",
     "snapshot_records",
     "snapshots_holding",
     "span_occurrences",

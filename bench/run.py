@@ -1,0 +1,282 @@
+"""The performance benchmark behind ``make bench`` (issue 9): real corpora, the real CLI, figures.
+
+    python bench/run.py [--work DIR] [--package django==5.2.19] [--calls 300] [--skip-embed]
+
+Downloads the corpus as a PyPI sdist (cached under ``--work``), commits it to a fresh git
+repository, and on a fresh embedded store measures, each through the ``kb`` CLI as its own process:
+
+- the full index of the corpus (wall, CPU, peak memory of the ``kb`` process tree);
+- a one-file commit on top of it (cold: a new ``kb index`` process, Dagster run included);
+- the same one-file commit picked up by a warm ``kb watch`` (time from the commit to its snapshot
+  being published — the latency a team following a branch sees);
+- ``kb export`` of the whole snapshot;
+- MCP ``get_knowledge`` / ``find_provenance`` latency p50/p95 (``bench/mcp_latency.py``);
+- ``kb embed`` throughput when the command and the ``embed`` extra are installed.
+
+CPU and memory are those of the measured process and its children (parse workers); the PostgreSQL
+server's own work is not included (it is not a child) and is visible only in wall time.
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One process's figures: wall seconds, CPU seconds (user+sys, children included), peak RSS."""
+
+    wall: float
+    cpu: float
+    peak_mib: float
+    code: int
+    stdout: str
+    stderr: str
+
+    def line(self, label: str) -> str:
+        status = "" if self.code == 0 else f"  (exit {self.code}: {self.stderr.strip().splitlines()[-1:]})"
+        return (
+            f"{label:<34} {self.wall:8.2f} s wall {self.cpu:8.2f} s CPU {self.peak_mib:8.0f} MiB peak{status}"
+        )
+
+
+def measure(argv: list[str], env: dict[str, str], *, stdout_path: Path | None = None) -> Measured:
+    """Run ``argv``; its own CPU time and peak RSS come from ``os.wait4``, so concurrent work
+    elsewhere on the machine is not counted (wall time is the only figure it can disturb)."""
+    scratch = Path(tempfile.mkdtemp(prefix="kb-bench-"))
+    out_path = stdout_path or scratch / "stdout"
+    err_path = scratch / "stderr"
+    with out_path.open("w") as out, err_path.open("w") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stdout, stderr = out_path.read_text(), err_path.read_text()
+    shutil.rmtree(scratch)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measured(wall, cpu, usage.ru_maxrss / 1024, proc.returncode, stdout, stderr)
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=bench", "-c", "user.email=bench@example.com", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
+
+
+def corpus(work: Path, requirement: str) -> Path:
+    """The sdist of ``requirement`` unpacked and committed as a git repository (cached)."""
+    name = requirement.replace("==", "-")
+    repo = work / name
+    if (repo / ".git").exists():
+        return repo
+    sdists = work / "sdists"
+    sdists.mkdir(parents=True, exist_ok=True)
+    found = [p for p in sdists.iterdir() if p.name.lower().startswith(name.lower()) and p.suffix == ".gz"]
+    if not found:
+        print(f"downloading {requirement} (sdist) ...", flush=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--no-build-isolation",
+                "-d",
+                str(sdists),
+                requirement,
+            ],
+            check=True,
+        )
+        found = [p for p in sdists.iterdir() if p.suffix == ".gz"]
+    unpack = work / f"{name}.unpack"
+    shutil.rmtree(unpack, ignore_errors=True)
+    with tarfile.open(sorted(found)[0]) as tar:
+        tar.extractall(unpack, filter="data")
+    (top,) = list(unpack.iterdir())
+    top.rename(repo)
+    shutil.rmtree(unpack)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"{requirement} sdist")
+    return repo
+
+
+def one_file_commit(repo: Path, n: int) -> str:
+    """Append a function to one library module and commit it; the new sha."""
+    target = next(
+        p
+        for p in sorted(repo.rglob("*.py"))
+        if "test" not in str(p.relative_to(repo)) and p.stat().st_size > 2000
+    )
+    with target.open("a") as f:
+        f.write(f"\n\ndef _kb_bench_probe_{n}() -> int:\n    return {n}\n")
+    git(repo, "commit", "-q", "-am", f"bench: one-file change {n}")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def kb(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kb_assets.cli.main", *args]
+
+
+def _idle(pid: int, *, settle: float = 2.0, timeout: float = 300.0) -> None:
+    """Wait until process ``pid`` has stopped using CPU (its start-up and first poll are done)."""
+    import psutil
+
+    proc = psutil.Process(pid)
+    deadline = time.monotonic() + timeout
+    before = sum(proc.cpu_times()[:2])
+    time.sleep(settle)
+    while time.monotonic() < deadline:
+        now = sum(proc.cpu_times()[:2])
+        if now - before < 0.1:
+            return
+        before = now
+        time.sleep(settle)
+
+
+def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> float | None:
+    """Seconds from a one-file commit to its published snapshot under an already running ``kb watch``
+    that has indexed one commit since it started (commits ``n`` and ``n + 1``)."""
+    lines: queue.Queue[str] = queue.Queue()
+    watch = subprocess.Popen(
+        kb("watch", str(repo), "--interval", "0.2"),
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert watch.stdout is not None
+    stream = watch.stdout
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+
+    def published(sha: str) -> float | None:
+        start = time.monotonic()
+        deadline = start + 600
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=1.0)
+            except queue.Empty:
+                if watch.poll() is not None:
+                    return None
+                continue
+            if sha[:12] in line and "indexed" in line:
+                return time.monotonic() - start
+        return None
+
+    try:
+        _idle(watch.pid)
+        # the first commit a fresh process indexes loads the whole program; the next ones are warm
+        if published(one_file_commit(repo, n)) is None:
+            return None
+        _idle(watch.pid)
+        return published(one_file_commit(repo, n + 1))
+    finally:
+        watch.terminate()
+        try:
+            watch.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            watch.kill()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "knowbase-bench")
+    parser.add_argument("--package", default="django==5.2.19")
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--skip-embed", action="store_true")
+    parser.add_argument("--skip-watch", action="store_true")
+    args = parser.parse_args()
+
+    work: Path = args.work.resolve()
+    repo = corpus(work, args.package)
+    head = git(repo, "rev-parse", "HEAD")
+    files = len([p for p in git(repo, "ls-files", "*.py").splitlines() if p])
+    home = work / f"home-{os.getpid()}"
+    env = {**os.environ, "KB_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    env.pop("KB_DB_URL", None)
+    print(f"corpus {args.package}: {files} .py files at {head[:12]}; store {home}")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}")
+    try:
+        migrate = measure(kb("migrate", str(repo)), env)
+        print(migrate.line("kb migrate (first use, not indexed)"))
+        full = measure(kb("index", str(repo), "--gaps", "0"), env)
+        print(full.line("full index"))
+        print(
+            "   ",
+            (full.stdout or full.stderr).strip().splitlines()[0] if (full.stdout or full.stderr) else "",
+        )
+        one_file_commit(repo, 1)
+        cold = measure(kb("index", str(repo), "--gaps", "0"), env)
+        print(cold.line("one-file commit, cold kb index"))
+        print(
+            "   ", cold.stdout.strip().splitlines()[0] if cold.stdout.strip() else cold.stderr.strip()[-300:]
+        )
+        if not args.skip_watch:
+            warm = warm_watch_latency(repo, env, 2)  # commits 2 and 3
+            shown = "did not publish" if warm is None else f"{warm:8.2f} s commit -> published"
+            print(f"{'one-file commit, warm kb watch':<34} {shown}")
+        export = measure(kb("export", str(repo)), env, stdout_path=work / "export.jsonl")
+        records = sum(1 for _ in (work / "export.jsonl").open())
+        print(export.line("kb export") + f"  ({records} records)")
+        print("MCP latency (bench/mcp_latency.py):", flush=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "mcp_latency.py"),
+                str(repo),
+                "--calls",
+                str(args.calls),
+                "--starts",
+                "3",
+            ],
+            env=env,
+            check=False,
+        )
+        if not args.skip_embed:
+            embed = measure(kb("embed", str(repo)), env)
+            if embed.code == 0:
+                print(embed.line("kb embed"))
+                print("   ", embed.stdout.strip().splitlines()[-1:] or embed.stderr.strip().splitlines()[-1:])
+            else:
+                print(f"kb embed: not measured (exit {embed.code}: {embed.stderr.strip().splitlines()[-1:]})")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
