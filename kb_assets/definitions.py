@@ -6,6 +6,7 @@ import dagster as dg
 
 from kb_assets.assets.extractors import extractor_assets
 from kb_assets.assets.ingest import commit_tree
+from kb_assets.assets.model_passes import decisions, descriptions
 from kb_assets.assets.snapshot import knowledge_snapshot
 from kb_assets.assets.spans import code_spans
 from kb_assets.jobs import (
@@ -14,11 +15,14 @@ from kb_assets.jobs import (
     INDEX_MULTIPROCESS_JOB,
     index_job,
     index_multiprocess_job,
+    model_jobs,
     verify_job,
 )
 from kb_assets.sensors import branch_sensor, verify_after_index
 from kb_gates.checks import all_checks
+from kb_gates.model_checks import model_checks
 from kb_gates.oracle_asset import oracle_agreement
+from kb_resources.llm.resource import LlmResource
 from kb_resources.resources import KnowbaseResource
 from kb_resources.settings import Settings, load_settings
 
@@ -29,11 +33,22 @@ def build_definitions(settings: Settings, repo: str | None = None) -> dg.Definit
     """Assets, checks, resources, the index job and the branch sensor for ``repo``
     (default: ``KB_REPO`` or the current directory)."""
     return dg.Definitions(
-        assets=[commit_tree, code_spans, *extractor_assets, knowledge_snapshot, oracle_agreement],
-        asset_checks=all_checks(),
-        jobs=[index_job(), index_multiprocess_job(), verify_job()],
+        assets=[
+            commit_tree,
+            code_spans,
+            *extractor_assets,
+            knowledge_snapshot,
+            oracle_agreement,
+            descriptions,
+            decisions,
+        ],
+        asset_checks=[*all_checks(), *model_checks()],
+        jobs=[index_job(), index_multiprocess_job(), verify_job(), *model_jobs()],
         sensors=[branch_sensor, verify_after_index],
-        resources={"kb": KnowbaseResource.from_settings(settings, repo or settings.repo or ".")},
+        resources={
+            "kb": KnowbaseResource.from_settings(settings, repo or settings.repo or "."),
+            "llm": LlmResource.from_settings(settings),
+        },
     )
 
 

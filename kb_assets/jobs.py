@@ -24,6 +24,11 @@ INDEX_MULTIPROCESS_JOB = "index_commit_multiprocess"
 """The same assets and checks as ``INDEX_JOB``, each step in its own process (``kb index
 --executor multiprocess``; the pattern for Celery/Kubernetes executors against a shared store)."""
 VERIFY_JOB = "verify_commit"
+DESCRIBE_JOB = "describe_commit"
+MINE_JOB = "mine_history"
+
+MODEL_ASSETS = {DESCRIBE_JOB: "descriptions", MINE_JOB: "decisions"}
+"""The model-backed asset each model job materializes (never part of ``INDEX_JOB``)."""
 
 ORACLE_ASSET = "oracle_agreement"
 """The asset whose checks compare the commit with grimp and griffe; built by ``VERIFY_JOB`` only."""
@@ -76,6 +81,21 @@ def _verify_job() -> dg.UnresolvedAssetJobDefinition:
     )
 
 
+def _model_job(name: str, description: str) -> dg.UnresolvedAssetJobDefinition:
+    """A job materializing one model-backed asset of a commit (its own job: never on ``kb index``)."""
+    return dg.define_asset_job(
+        name,
+        selection=dg.AssetSelection.assets(MODEL_ASSETS[name]),
+        description=description,
+        executor_def=dg.in_process_executor,
+    )
+
+
+def model_config(job: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Run config of a model job: the asset's config, quiet console logging."""
+    return {"ops": {MODEL_ASSETS[job]: {"config": config}}, **quiet_config()}
+
+
 def quiet_config() -> dict[str, Any]:
     """Run config that keeps Dagster's console logger quiet (the CLI prints its own summary)."""
     return {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -84,6 +104,10 @@ def quiet_config() -> dict[str, Any]:
 _INDEX = _index_job()
 _INDEX_MULTIPROCESS = _index_multiprocess_job()
 _VERIFY = _verify_job()
+_MODEL_JOBS = (
+    _model_job(DESCRIBE_JOB, "Describe one indexed commit's targets with a model (claims checked)."),
+    _model_job(MINE_JOB, "Mine decisions from the history behind one indexed commit with a model."),
+)
 
 
 def index_job() -> dg.UnresolvedAssetJobDefinition:
@@ -99,3 +123,8 @@ def index_multiprocess_job() -> dg.UnresolvedAssetJobDefinition:
 def verify_job() -> dg.UnresolvedAssetJobDefinition:
     """The one verify job object."""
     return _VERIFY
+
+
+def model_jobs() -> tuple[dg.UnresolvedAssetJobDefinition, ...]:
+    """The describe and mine jobs."""
+    return _MODEL_JOBS

@@ -72,6 +72,7 @@ def test_kb_ui_serves_the_asset_graph_on_loopback(kb_env: KbEnv, tmp_path: Path)
         nodes = answer["assetNodes"]
         keys = {"/".join(n["assetKey"]["path"]) for n in nodes}
         assert {"commit_tree", "code_spans", "import_edges", "knowledge_snapshot"} <= keys
+        assert {"oracle_agreement", "descriptions", "decisions"} <= keys  # off the index job
         checks = {c["name"] for n in nodes for c in n["assetChecksOrError"].get("checks", [])}
         assert {
             "every_artifact_grounded",

@@ -31,7 +31,18 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``kb`` argument parser."""
-    from kb_assets.cli import diff, export, index, introspect, status, store_cmds, ui, verify, watch
+    from kb_assets.cli import (
+        diff,
+        export,
+        index,
+        introspect,
+        model_passes,
+        status,
+        store_cmds,
+        ui,
+        verify,
+        watch,
+    )
     from kb_mcp import cli as serve
 
     parser = _Parser(prog="kb", description="knowbase: grounded, versioned knowledge of a git repository")
@@ -66,6 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
             "compare an indexed commit with grimp's and griffe's view",
             verify.add_arguments,
             verify.run,
+        ),
+        (
+            "describe",
+            "summaries and grounded claims for an indexed commit's targets (a model; key-gated)",
+            model_passes.add_describe_arguments,
+            model_passes.run_describe,
+        ),
+        (
+            "mine",
+            "decisions from first-party git history (a model; key-gated; --prs adds PR text)",
+            model_passes.add_mine_arguments,
+            model_passes.run_mine,
         ),
         ("diff", "knowledge added, removed and changed between two commits", diff.add_arguments, diff.run),
         (

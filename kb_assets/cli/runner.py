@@ -109,6 +109,21 @@ def verify_commit(session: Session, sha: str, *, source: str = "cli") -> CheckRe
     return check_report(run_job(session, VERIFY_JOB, sha, quiet_config(), {"kb/source": source}))
 
 
+def run_model_pass(
+    session: Session, job: str, sha: str, config: dict[str, Any]
+) -> tuple[dict[str, Any], CheckReport]:
+    """Materialize a model-backed asset (``descriptions`` or ``decisions``) of an indexed commit;
+    its metadata (the pass's accounting) and what its ``claims_backed`` check said."""
+    from kb_assets.jobs import MODEL_ASSETS, model_config
+
+    result = run_job(session, job, sha, model_config(job, config), {"kb/source": "cli"})
+    metadata: dict[str, Any] = {}
+    for event in result.get_asset_materialization_events():
+        if event.asset_key is not None and event.asset_key.to_user_string() == MODEL_ASSETS[job]:
+            metadata = {k: v.value for k, v in event.materialization.metadata.items()}
+    return metadata, check_report(result)
+
+
 def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], tags: dict[str, str]) -> Any:
     """Execute ``job`` for the commit's partition in this process; knowbase errors come out as such."""
     from kb_assets.cli.instance import open_instance  # Dagster is imported only when a job runs

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
+from kb_assets.core.llm.units import MODEL_PASS_IDS
 from kb_assets.core.models import Gap
 from kb_assets.core.summary import IndexStats
 from kb_resources.store import reads, writes
@@ -40,7 +41,7 @@ def publish_commit(
             base_sha=base_sha,
             stats=stats.as_json(),
             parser_version=parser_version(),
-            extractor_ids=[ex.extractor_id for ex in EXTRACTORS],
+            extractor_ids=[*(ex.extractor_id for ex in EXTRACTORS), *MODEL_PASS_IDS],
         )
         counts = reads.artifact_counts(conn, sha)
     return stats, counts, gaps

@@ -33,6 +33,7 @@ from kb_resources.store.location_reads import (
     file_at,
     spans_covering,
 )
+from kb_resources.store.model_reads import gap_details, prior_payloads, staged_keys
 from kb_resources.store.schema import (
     artifact,
     blob_span,
@@ -80,6 +81,7 @@ __all__ = [
     "commit_stats",
     "embedding_model",
     "file_at",
+    "gap_details",
     "gaps",
     "is_published",
     "load_parsed_blobs",
@@ -90,6 +92,7 @@ __all__ = [
     "orphans",
     "parsed_blob_ids",
     "present_in",
+    "prior_payloads",
     "published_commits",
     "records_by_id",
     "snapshot_artifact_ids",
@@ -100,6 +103,7 @@ __all__ = [
     "spans_covering",
     "staged_artifact_ids",
     "staged_grounding_counts",
+    "staged_keys",
     "staged_payloads",
     "ungrounded_staged",
 ]

@@ -19,6 +19,7 @@ from kb_assets.core.ids import canonical_json
 from kb_assets.core.models import JSON, Artifact, Gap, ParsedBlob
 from kb_resources.store.bulk import ANALYZE_AFTER_ROWS, copy_new_rows, copy_rows
 from kb_resources.store.schema import (
+    artifact,
     artifact_derived_from,
     branch_ref,
     commit_file,
@@ -186,6 +187,22 @@ def publish_snapshot(
     if marked != 1:
         raise LookupError(f"commit {sha} is not recorded; call upsert_commit first")
     return published
+
+
+def publish_entries(conn: sa.Connection, sha: str, extractor_id: str) -> int:
+    """Make the staged entries of ``extractor_id`` that extractor's part of the published snapshot of
+    ``sha``, leaving every other extractor's entries as they are (model-backed passes add to a
+    snapshot; they never republish it). Visible when the caller commits."""
+    if conn.scalar(sa.select(commit_ref.c.published_at).where(commit_ref.c.sha == sha)) is None:
+        raise LookupError(f"commit {sha} has no published snapshot to add to")
+    own = sa.select(artifact.c.artifact_id).where(artifact.c.extractor_id == extractor_id)
+    conn.execute(
+        sa.delete(snapshot_entry).where(snapshot_entry.c.sha == sha, snapshot_entry.c.artifact_id.in_(own))
+    )
+    staged = sa.select(staged_entry.c.sha, staged_entry.c.artifact_id).where(
+        staged_entry.c.sha == sha, staged_entry.c.extractor_id == extractor_id
+    )
+    return conn.execute(sa.insert(snapshot_entry).from_select(["sha", "artifact_id"], staged)).rowcount
 
 
 def replace_gaps(conn: sa.Connection, sha: str, source: str, gaps: Iterable[Gap]) -> int:
