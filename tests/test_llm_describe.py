@@ -18,8 +18,8 @@ from tests.gitfixtures import commit_tree
 from tests.kbfixtures import KbEnv
 from tests.llmfixtures import PRICING, build_shop
 
-DESCRIBED_KINDS = {"route", "event_handler", "module", "package", "repo"}
-"""The target kinds the shop has units for (entities and process paths have no extractor yet)."""
+DESCRIBED_KINDS = {"route", "event_handler", "entity", "module", "package", "repo"}
+"""The target kinds the shop has units for (it has no process path: no route reaches a sink)."""
 
 FOREIGN = {"text": "It applies the discount.", "symbols": ["apply_discount"]}
 """A real name of the repository that most targets' code neither defines nor mentions."""
