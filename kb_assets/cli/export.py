@@ -121,7 +121,7 @@ def run_show(args: argparse.Namespace) -> int:
                 f"confidence {record['confidence']}]"
             )
         )
-        print(f"    {json.dumps(record['payload'], sort_keys=True, ensure_ascii=False)}")
+        print(printable(f"    {json.dumps(record['payload'], sort_keys=True, ensure_ascii=False)}"))
         for line in provenance(grounding, sha[:12]):
             print(printable(f"    grounded on {line}"))
     if not chosen:
