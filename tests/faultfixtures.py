@@ -89,8 +89,8 @@ def query(engine: sa.Engine, sql: str, **params: object) -> list[tuple[object, .
 
 def count(engine: sa.Engine, sql: str, **params: object) -> int:
     """A ``SELECT count(*) ...`` as an int."""
-    rows = query(engine, sql, **params)
-    return int(rows[0][0])  # type: ignore[call-overload]
+    with engine.connect() as conn:
+        return int(conn.execute(sa.text(sql), params).scalar_one())
 
 
 def hold_commit_row(engine: sa.Engine, repo: Path, sha: str) -> sa.Connection:

@@ -55,7 +55,7 @@ WAITING = (
 )
 FILES = [("m.py", sha_of(f"blob:m.py:{SHA}"), "regular", 10, None, False)]
 
-Write = Callable[[sa.Connection], None]
+Write = Callable[[sa.Connection], object]
 
 WRITES: dict[str, Write] = {
     "publish": lambda conn: publish(conn, SHA, [ITEM]),

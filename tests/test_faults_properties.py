@@ -197,7 +197,7 @@ _JSON: st.SearchStrategy[JSON] = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
     max_leaves=12,
 )
-_TEXT = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=12)
+_TEXT = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]), max_size=12)
 _SPAN_IDS = st.text("0123456789abcdef", min_size=64, max_size=64)
 _GROUNDING = st.lists(
     st.builds(

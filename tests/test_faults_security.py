@@ -16,7 +16,7 @@ import ast
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import sqlalchemy as sa
@@ -29,7 +29,9 @@ from kb_resources.settings import Settings
 from kb_resources.store.target import parse_store_url
 from tests.gitfixtures import commit_tree, init_repo
 from tests.kbfixtures import KbEnv
-from tests.mcpfixtures import IndexedShop
+
+if TYPE_CHECKING:
+    from tests.mcpfixtures import IndexedShop
 
 pytest_plugins = ["tests.mcpfixtures"]
 
@@ -150,6 +152,7 @@ CREATE ROLE {role} LOGIN;
 GRANT CONNECT ON DATABASE {database} TO {role};
 GRANT USAGE ON SCHEMA public TO {role};
 GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role};
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO {role};
 ALTER ROLE {role} SET default_transaction_read_only = on;
 """
 """The README's recipe for an external server (``{role}``/``{database}`` filled in)."""
@@ -231,8 +234,8 @@ def test_api_keys_never_reach_output_logs_or_the_store(kb_env: KbEnv, tmp_path: 
         outputs += [res.stdout, res.stderr]
     res = kb_env.kb_process("index", repo, "--sha", "no-such-rev")
     outputs += [res.stdout, res.stderr]
-    files = [p.read_bytes().decode("utf-8", "replace") for p in kb_env.home.rglob("*") if p.is_file()]
-    haystack = "\n".join([*outputs, *files, _dump_database(kb_env.db_url)])
+    stored = [p.read_bytes().decode("utf-8", "replace") for p in kb_env.home.rglob("*") if p.is_file()]
+    haystack = "\n".join([*outputs, *stored, _dump_database(kb_env.db_url)])
     assert "kbsecret" not in haystack
     assert "import:pkg.a->pkg.b" in haystack  # the haystack really holds what was indexed
 
