@@ -31,7 +31,6 @@ from kb_resources.settings import Settings
 from kb_resources.store import reads, writes
 from kb_resources.store.engine import Store
 from kb_resources.store.target import parse_store_url
-from tests.conftest import PgTestServer
 from tests.faultfixtures import (
     PUBLISH_BLOCKED,
     Reference,
@@ -39,13 +38,13 @@ from tests.faultfixtures import (
     finish,
     hold_commit_row,
     query,
-    reference,
     spawn_kb,
-    two_commit_repo,
     wait_until,
 )
 from tests.kbfixtures import KbEnv
 from tests.storefixtures import grounded, publish, seed_commit, sha_of, span
+
+pytest_plugins = ["tests.faultrepo"]
 
 SHA = sha_of("c1")
 ALPHA, BETA = span("alpha", 1, 3), span("beta", 5, 9)
@@ -99,27 +98,14 @@ def test_two_writers_of_one_commit_take_turns(store: Store, name: str) -> None:
         assert sorted(f.path for f in reads.commit_files(conn, SHA)) == ["m.py"]
 
 
-@pytest.fixture
-def shop(pg_server: PgTestServer, tmp_path: Path) -> tuple[Path, Reference]:
-    """A two-commit repository and what clean sequential runs publish for it."""
-    repo, shas = two_commit_repo(tmp_path / "repo")
-    database = pg_server.create_database()
-    clean = KbEnv(home=tmp_path / "clean_home", db_url=pg_server.url(database))
-    try:
-        return repo, reference(clean, repo, shas)
-    finally:
-        clean.close()
-        pg_server.drop_database(database)
-
-
 @pytest.mark.slow
 def test_parallel_runs_of_one_branch_agree_and_the_sensor_adds_nothing(
-    kb_env: KbEnv, shop: tuple[Path, Reference], tmp_path: Path
+    kb_env: KbEnv, fault_repo: tuple[Path, Reference], tmp_path: Path
 ) -> None:
     """Three real processes start at once on a never-used database (so they also race on creating
     the schema and Dagster's tables): ``kb index`` of the tip, ``kb watch --once`` (which indexes
     the same tip) and ``kb index`` of its parent. All exit 0 and every snapshot is the clean one."""
-    repo, ref = shop
+    repo, ref = fault_repo
     first, second = list(ref.exports)
     procs = [
         spawn_kb(kb_env, "index", repo, "--sha", second, "--no-verify"),
@@ -180,12 +166,12 @@ def _expected(ref: Reference, sha: str) -> list[Answer]:
 
 @pytest.mark.slow
 def test_mcp_readers_see_the_old_or_the_new_snapshot_never_a_mix(
-    kb_env: KbEnv, shop: tuple[Path, Reference]
+    kb_env: KbEnv, fault_repo: tuple[Path, Reference]
 ) -> None:
     """Eight reader threads query the MCP answers without pause while a real ``kb index`` of the
     next commit runs; the publish is held open for a while (the test holds the commit row), so
     readers certainly read during it. Every answer is exactly the first or the second snapshot."""
-    repo, ref = shop
+    repo, ref = fault_repo
     first, second = list(ref.exports)
     assert kb_env.kb("index", repo, "--sha", first, "--no-verify").code == 0
     old, new = _expected(ref, first), _expected(ref, second)

@@ -20,7 +20,6 @@ from kb_mcp.answers.resources import overview
 from kb_mcp.context import open_context
 from kb_resources.settings import Settings
 from kb_resources.store.target import parse_store_url
-from tests.conftest import PgTestServer
 from tests.faultfixtures import (
     PUBLISH_BLOCKED,
     Reference,
@@ -28,25 +27,13 @@ from tests.faultfixtures import (
     export,
     hold_commit_row,
     kill_group,
-    reference,
     spawn_kb,
-    two_commit_repo,
     wait_until,
 )
 from tests.kbfixtures import KbEnv
 
 pytestmark = pytest.mark.slow
-
-
-def _reference(pg_server: PgTestServer, tmp_path: Path, repo: Path, shas: list[str]) -> Reference:
-    """The exports a clean sequential run of ``shas`` publishes, in a database of its own."""
-    database = pg_server.create_database()
-    clean = KbEnv(home=tmp_path / "clean_home", db_url=pg_server.url(database))
-    try:
-        return reference(clean, repo, shas)
-    finally:
-        clean.close()
-        pg_server.drop_database(database)
+pytest_plugins = ["tests.faultrepo"]
 
 
 def _nothing_half_done(kb_env: KbEnv, repo: Path, first: str, second: str, ref: Reference) -> None:
@@ -90,11 +77,11 @@ def _knowbase_backends(engine: sa.Engine) -> int:
 
 
 def test_sigkill_at_every_phase_loses_nothing_and_the_rerun_matches(
-    kb_env: KbEnv, pg_server: PgTestServer, tmp_path: Path
+    kb_env: KbEnv, fault_repo: tuple[Path, Reference]
 ) -> None:
     """Kill ``kb index`` of the second commit four times at later and later points, then re-run it."""
-    repo, (first, second) = two_commit_repo(tmp_path / "repo")
-    ref = _reference(pg_server, tmp_path, repo, [first, second])
+    repo, ref = fault_repo
+    first, second = list(ref.exports)
     assert kb_env.kb("index", repo, "--sha", first, "--no-verify").code == 0
     engine = sa.create_engine(parse_store_url(kb_env.db_url))
     try:
