@@ -12,6 +12,7 @@ from kb_assets.core.errors import CheckFailedError
 from kb_assets.core.extractors.base import LocatedGrounding
 from kb_assets.core.models import JSON
 from kb_assets.core.records import export_record, provenance
+from kb_assets.core.summary import printable
 from kb_resources.store import reads
 from kb_resources.store.reads import ArtifactRecord
 
@@ -115,12 +116,14 @@ def run_show(args: argparse.Namespace) -> int:
             for g in record["grounding"]
         ]
         print(
-            f"{record['logical_key']}  [{record['kind']}, {record['method']}, "
-            f"confidence {record['confidence']}]"
+            printable(
+                f"{record['logical_key']}  [{record['kind']}, {record['method']}, "
+                f"confidence {record['confidence']}]"
+            )
         )
-        print(f"    {json.dumps(record['payload'], sort_keys=True, ensure_ascii=False)}")
+        print(printable(f"    {json.dumps(record['payload'], sort_keys=True, ensure_ascii=False)}"))
         for line in provenance(grounding, sha[:12]):
-            print(f"    grounded on {line}")
+            print(printable(f"    grounded on {line}"))
     if not chosen:
         print("no knowledge units in this snapshot")
     return 0

@@ -132,8 +132,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         if args.debug:
             raise
+        from kb_resources.store.failures import lost_store  # only on this path: keeps start-up light
+
+        lost = lost_store(err, "the configured database")
+        if lost is not None:
+            print(f"kb: {lost.message}", file=sys.stderr)
+            return lost.exit_code
         print(
-            f"kb: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
+            f"kb: internal error: {type(err).__name__}: {' '.join(str(err).split())} "
+            "(rerun with --debug for details)",
             file=sys.stderr,
         )
         return 1

@@ -19,6 +19,7 @@ from kb_assets.core.models import Gap
 from kb_assets.core.summary import IndexStats
 from kb_assets.indexing.progress import set_reporter
 from kb_resources.store import reads
+from kb_resources.store.failures import lost_store
 
 SNAPSHOT_ASSET = "knowledge_snapshot"
 
@@ -136,6 +137,8 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
         session.settings.with_db_url(session.store.real_url), repo=str(session.repo.root)
     )
     logging.getLogger("dagster").setLevel(logging.ERROR)
+    root = logging.getLogger()
+    root.addFilter(_quiet_reconnects)
     progress = TerminalProgress(sys.stderr)
     set_reporter(progress)
     try:
@@ -145,10 +148,18 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
     except KbError:
         raise
     except Exception as err:
-        raise unwrap(err) from err
+        lost = lost_store(err, session.store.url, session.store.engine.url.password)
+        raise (lost or unwrap(err)) from err
     finally:
         progress.close()
         set_reporter(None)
+        root.removeFilter(_quiet_reconnects)
+
+
+def _quiet_reconnects(record: logging.LogRecord) -> bool:
+    """Drop dagster-postgres's reconnect warnings (logged on the root logger, one per retry, with
+    multi-line driver text): a store that stays away ends the run as one exit-3 line instead."""
+    return not (record.name == "root" and "dagster_postgres" in record.pathname)
 
 
 def run_multiprocess(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,9 +47,29 @@ def summary_line(stats: IndexStats) -> str:
 
 
 def gap_line(gap: Gap) -> str:
-    """One gap as a human-readable line: where, why, what."""
+    """One gap as a human-readable line: where, why, what.
+
+    Paths and details come from the repository (git allows a newline or an escape sequence in a
+    file name), so control and format characters are shown escaped: a gap is always one line and
+    never drives the terminal.
+    """
     where = f"{gap.path}:{gap.line}" if gap.line else gap.path
-    return f"gap {where}: {gap.reason} ({gap.source}) {gap.detail}".rstrip()
+    return printable(f"gap {where}: {gap.reason} ({gap.source}) {gap.detail}".rstrip())
+
+
+def printable(text: str) -> str:
+    """``text`` with control, format and surrogate characters as ``\\xNN``/``\\uNNNN`` escapes."""
+    if text.isprintable():
+        return text
+    return "".join(_escape(c) if unicodedata.category(c) in _UNPRINTABLE else c for c in text)
+
+
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def markdown_summary(stats: IndexStats, counts: Mapping[str, int], gaps: Sequence[Gap]) -> str:

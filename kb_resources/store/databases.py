@@ -64,7 +64,7 @@ def drop_database(admin_url: URL, name: str) -> None:
 
 def ensure_schema(engine: sa.Engine, schema: str) -> None:
     """Create ``schema`` if it is missing; concurrent creators both succeed."""
-    statement = sa.text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    statement = sa.schema.CreateSchema(schema, if_not_exists=True)  # quoted by the dialect
     for attempt in range(2):
         try:
             with engine.begin() as conn:

@@ -4,10 +4,16 @@ Content-addressed rows (spans, parsed blobs, artifacts, grounding) are inserted 
 ``ON CONFLICT DO NOTHING``, so writing them twice changes nothing; per-commit rows (files,
 occurrences, gaps, staged entries) are replaced wholesale. Nothing here commits: the caller owns
 the transaction, which is what makes publishing a snapshot atomic.
+
+Replacing a commit's rows is delete-then-insert, which two writers of the same commit (two
+``kb index`` runs, or the sensor and the CLI) would interleave into a duplicate-key error: each
+such write therefore first takes a transaction-scoped advisory lock on the commit, so writers of
+one commit take turns and the second simply rewrites the same rows.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 
@@ -30,6 +36,7 @@ from kb_resources.store.schema import (
 )
 
 SPAN_LANG = "python"
+COMMIT_LOCK_SPACE = 0x6B62_636D  # "kbcm": the first key of every per-commit advisory lock
 
 FactsEncoder = Callable[[Mapping[str, JSON]], bytes]
 """Turns a parsed blob's per-extractor facts into the bytes stored in ``parsed_blob.facts``."""
@@ -50,8 +57,19 @@ def upsert_commit(
     conn.execute(statement.on_conflict_do_nothing(index_elements=["sha"]))
 
 
+def lock_commit(conn: sa.Connection, sha: str) -> None:
+    """Wait for, then hold until the transaction ends, the right to replace commit ``sha``'s rows.
+
+    Re-entrant within a transaction. Two-key advisory locks live apart from the single-key
+    migration lock; the second key is a 32-bit digest of the sha (a collision only serializes).
+    """
+    key = zlib.crc32(sha.encode()) - 2**31
+    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(COMMIT_LOCK_SPACE, key)))
+
+
 def replace_commit_files(conn: sa.Connection, sha: str, rows: Iterable[CommitFileRow]) -> int:
     """Make ``rows`` the files of commit ``sha``; return how many were written."""
+    lock_commit(conn, sha)
     conn.execute(sa.delete(commit_file).where(commit_file.c.sha == sha))
     columns = ("sha", "path", "blob_id", "mode", "size", "module", "is_package")
     return copy_rows(conn, "commit_file", columns, ((sha, *row) for row in rows))
@@ -138,6 +156,7 @@ def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
 
 def replace_staged(conn: sa.Connection, sha: str, extractor_id: str, artifact_ids: Iterable[str]) -> int:
     """Make ``artifact_ids`` what extractor ``extractor_id`` proposes for the snapshot of ``sha``."""
+    lock_commit(conn, sha)
     conn.execute(
         sa.delete(staged_entry).where(staged_entry.c.sha == sha, staged_entry.c.extractor_id == extractor_id)
     )
@@ -161,6 +180,7 @@ def publish_snapshot(
     an extractor that was removed from the registry are not published). ``parser_version`` names
     the blob spans that locate this snapshot's grounding (the ``span_occurrence`` view follows it).
     """
+    lock_commit(conn, sha)
     conn.execute(sa.delete(snapshot_entry).where(snapshot_entry.c.sha == sha))
     staged = (
         sa.select(staged_entry.c.sha, staged_entry.c.artifact_id)
@@ -207,6 +227,7 @@ def publish_entries(conn: sa.Connection, sha: str, extractor_id: str) -> int:
 
 def replace_gaps(conn: sa.Connection, sha: str, source: str, gaps: Iterable[Gap]) -> int:
     """Make ``gaps`` what ``source`` (a parser or an extractor) did not understand at ``sha``."""
+    lock_commit(conn, sha)
     conn.execute(sa.delete(gap).where(gap.c.sha == sha, gap.c.source == source))
     columns = ("sha", "source", "ordinal", "path", "reason", "detail", "line")
     rows = ((sha, source, i, g.path, g.reason, g.detail, g.line) for i, g in enumerate(gaps))
