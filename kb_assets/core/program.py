@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from kb_assets.core.models import JSON, Grounding, Span
 from kb_assets.core.modules import ModuleMap
 
-
 CONFIG_FILES: tuple[str, ...] = (".kb/sinks.yaml",)
 """Non-Python files of a commit that extractors read (``Program.config``)."""
 

@@ -12,14 +12,34 @@ and cycle-safe (a binding that depends on itself is unknown).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from kb_assets.core.callgraph.exprs import segments
 from kb_assets.core.callgraph.hierarchy import Hierarchy
-from kb_assets.core.callgraph.index import ScopeRef, Scopes
+from kb_assets.core.callgraph.index import (
+    ANNOTATED,
+    BOUND,
+    DEFINED,
+    GLOBAL,
+    NONLOCAL,
+    PARAM,
+    ScopeRef,
+    Scopes,
+)
 from kb_assets.core.callgraph.members import Members
-from kb_assets.core.callgraph.values import Cls, Ext, Fn, Inst, Param, Resolved, Super, either
-from kb_assets.core.models import JSON
+from kb_assets.core.callgraph.values import (
+    FORM,
+    NO_SPANS,
+    Cls,
+    Ext,
+    Fn,
+    Inst,
+    Param,
+    Resolved,
+    Super,
+    either,
+    union_spans,
+)
 from kb_assets.core.symbols.facts import absolute_module
 from kb_assets.core.symbols.table import SymbolTable
 
@@ -36,6 +56,7 @@ class Evaluator:
         self.members = Members(self)
         self._memo: dict[tuple[ScopeRef, str], Resolved | None] = {}
         self._active: set[tuple[ScopeRef, str]] = set()
+        self._globals: dict[tuple[str, str], object] = {}
 
     def expr(self, ref: ScopeRef, expr: str) -> Resolved | None:
         """What the expression string ``expr`` is, evaluated in scope ``ref``."""
@@ -57,64 +78,72 @@ class Evaluator:
         parts = segments(expr)
         head, calls = parts[0]
         if head == "super" and calls:
-            return self.apply(self._super(ref), [("", calls - 1), *parts[1:]])
+            return self.apply(self._super(ref), calls - 1, parts[1:])
         if len(parts) == 1 and calls == 0:
             return self.name(ref, head)
-        return self.apply(self.expr(ref, head), [("", calls), *parts[1:]])
+        return self.apply(self.expr(ref, head), calls, parts[1:])
 
-    def apply(self, current: Resolved | None, steps: list[tuple[str, int]]) -> Resolved | None:
-        """Follow ``(attribute, calls)`` steps from a value (an empty attribute: calls only)."""
-        for name, calls in steps:
-            if current is not None and name:
-                current = self.members.attribute(current, name)
-            for _ in range(calls):
-                current = self.members.call(current) if current is not None else None
+    def apply(
+        self, current: Resolved | None, calls: int, steps: Sequence[tuple[str, int]]
+    ) -> Resolved | None:
+        """Call the value ``calls`` times, then follow ``(attribute, calls)`` steps."""
+        members = self.members
+        for _ in range(calls):
+            if current is None:
+                return None
+            current = members.call(current)
+        for name, times in steps:
+            if current is None:
+                return None
+            current = members.attribute(current, name)
+            for _ in range(times):
+                if current is None:
+                    return None
+                current = members.call(current)
         return current
 
     def name(self, ref: ScopeRef, name: str) -> Resolved | None:
         """What a bare name means in scope ``ref``."""
-        rec = self.scopes.record(ref)
-        if rec["k"] == "m" or name in rec.get("glob", ()):
+        table = self.scopes.names(ref)
+        if table is None:
             return self.global_name(self.scopes.module(ref), name)
-        if name in rec.get("nonl", ()):
+        entry = table.get(name)
+        if entry is None:
+            outer = self.scopes.enclosing_function_or_module(ref)
+            return self._outer(outer, name) if outer is not None else None
+        kind, data = entry
+        if kind == GLOBAL:
+            return self.global_name(self.scopes.module(ref), name)
+        if kind == NONLOCAL:
             outer = self.scopes.enclosing_function_or_module(ref)
             return self._outer(outer, name) if outer is not None and outer.index else None
-        local = self._local(ref, rec, name)
-        if local is not _UNSET:
-            return local  # type: ignore[return-value]
-        outer = self.scopes.enclosing_function_or_module(ref)
-        return self._outer(outer, name) if outer is not None else None
+        if kind == PARAM:
+            return self._param(ref, name, int(data or 0))
+        if kind == DEFINED:
+            rec = self.scopes.record(ref)
+            form = "closure" if rec["k"] == "f" else "direct"
+            return self.members.definition(ScopeRef(ref.path, int(data or 0)), form)
+        if kind == BOUND:
+            values: list[str | None] = data  # type: ignore[assignment]
+            return self.agree([self.bound(ref, value) for value in values], "assignment")
+        if kind == ANNOTATED:
+            return self.typed(ref, str(data), "annotated")
+        return None
 
     def _outer(self, outer: ScopeRef, name: str) -> Resolved | None:
         """A name found in an enclosing scope: that scope's span is read too (not the module's)."""
         found = self.name(outer, name)
         return found.through({self.scopes.span(outer)}) if found is not None and outer.index else found
 
-    def _local(self, ref: ScopeRef, rec: Mapping[str, JSON], name: str) -> object:
-        """A binding of ``name`` in the scope itself (``_UNSET`` when it binds no such name)."""
-        params = [p.lstrip("*") for p in rec.get("params", ())]
-        defs, binds, shadow = rec.get("defs", {}), rec.get("binds", {}), rec.get("shadow", ())
-        if name in shadow or sum((name in params, name in defs, name in binds)) > 1:
-            return None
-        if name in params:
-            return self._param(ref, rec, params, name)
-        if name in defs:
-            kind = "closure" if rec["k"] == "f" else "direct"
-            return self.members.definition(ScopeRef(ref.path, int(defs[name])), kind)
-        if name in binds:
-            return self.agree([self.bound(ref, value) for value in binds[name]], "assignment")
-        if name in rec.get("ann", {}):
-            return self.typed(ref, str(rec["ann"][name]), "annotated")
-        return _UNSET
-
-    def _param(self, ref: ScopeRef, rec: Mapping[str, JSON], params: list[str], name: str) -> Resolved | None:
+    def _param(self, ref: ScopeRef, name: str, position: int) -> Resolved | None:
+        rec = self.scopes.record(ref)
         owner = self.scopes.class_of_method(ref)
         flag = rec.get("flag")
-        if owner is not None and params and name == params[0] and flag != "sm":
+        if owner is not None and position == 0 and flag != "sm":
             cls = self.scopes.defn(owner)
-            return Resolved(Cls(cls) if flag == "cm" else Inst(cls), frozenset({"self_method"}))
+            return Resolved(Cls(cls) if flag == "cm" else Inst(cls), FORM["self_method"])
         annotation = rec.get("ann", {}).get(name)
-        if annotation is not None and not str(rec["params"][params.index(name)]).startswith("*"):
+        if annotation is not None and not str(rec["params"][position]).startswith("*"):
             outer = self.scopes.parent(ref) or ScopeRef(ref.path, 0)
             return self.typed(outer, str(annotation), "annotated")
         return Resolved(Param(ref.path, ref.index, name))
@@ -124,9 +153,9 @@ class Evaluator:
         found = self.expr(ref, annotation)
         if found is None:
             return None
-        if isinstance(found.value, Cls):
+        if type(found.value) is Cls:
             return found.to(Inst(found.value.defn), form)
-        if isinstance(found.value, Ext) and not found.value.name.startswith("builtins."):
+        if type(found.value) is Ext and not found.value.name.startswith("builtins."):
             return found.to(self.members.external_instance(found.value.name), form)
         return None
 
@@ -143,11 +172,19 @@ class Evaluator:
             return self.members.imported(base, attr) if base else None
         if value.startswith("with:"):
             entered = self.expr(ref, value[5:])
-            return entered if entered is not None and not isinstance(entered.value, Inst) else None
+            return entered if entered is not None and not type(entered.value) is Inst else None
         return self.expr(ref, value)
 
     def global_name(self, module: str, name: str) -> Resolved | None:
-        """A module-level name, through the symbol table (builtins when nothing binds it)."""
+        """A module-level name, through the symbol table (builtins when nothing binds it); memoized,
+        as every function of a module looks up the same few globals."""
+        key = (module, name)
+        found = self._globals.get(key, _UNSET)
+        if found is _UNSET:
+            found = self._globals[key] = self._global_name(module, name)
+        return found  # type: ignore[return-value]
+
+    def _global_name(self, module: str, name: str) -> Resolved | None:
         symbol = self.table.lookup(module, name)
         if symbol is None:
             bound = self.table.namespaces.get(module).get(name) is not None
@@ -162,9 +199,12 @@ class Evaluator:
         value = either([f.value for f in found if f is not None])
         if value is None:
             return None
-        forms = frozenset().union(*(f.forms for f in found if f is not None))
-        via = frozenset().union(*(f.via for f in found if f is not None))
-        return Resolved(value, forms | {form}, via)
+        forms, via = FORM[form], NO_SPANS
+        for f in found:
+            if f is not None:
+                forms |= f.forms
+                via = union_spans(via, f.via)
+        return Resolved(value, forms, via)
 
     def _super(self, ref: ScopeRef) -> Resolved | None:
         """``super()`` in a method of class C."""
@@ -172,9 +212,7 @@ class Evaluator:
         if owner is None:
             return None
         flag = self.scopes.record(ref).get("flag")
-        return Resolved(
-            Super(self.scopes.defn(owner), instance=flag not in ("cm", "sm")), frozenset({"super"})
-        )
+        return Resolved(Super(self.scopes.defn(owner), instance=flag not in ("cm", "sm")), FORM["super"])
 
     def function_value(self, fn: Fn) -> ScopeRef | None:
         """The scope of a first-party function value."""

@@ -10,6 +10,7 @@ guesses about it. Type strings (``type_text``) are the dotted class an annotatio
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -108,10 +109,12 @@ def _generic(source: ParsedSource, node: Node, depth: int) -> str | None:
     return name
 
 
-def segments(expr: str) -> list[tuple[str, int]]:
-    """``a.b()().c`` → ``[("a", 0), ("b", 2), ("c", 0)]``: each name with how often it is called."""
+@functools.lru_cache(maxsize=1 << 16)
+def segments(expr: str) -> tuple[tuple[str, int], ...]:
+    """``a.b()().c`` → ``(("a", 0), ("b", 2), ("c", 0))``: each name with how often it is called
+    (cached: the same few thousand expressions recur across a code base)."""
     out: list[tuple[str, int]] = []
     for part in expr.split("."):
         name = part.rstrip("()")
         out.append((name, (len(part) - len(name)) // 2))
-    return out
+    return tuple(out)

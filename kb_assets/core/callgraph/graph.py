@@ -17,14 +17,28 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kb_assets.core.callgraph.evaluate import Evaluator
 from kb_assets.core.callgraph.index import ScopeRef, Scopes
 from kb_assets.core.callgraph.passing import Passings
 from kb_assets.core.callgraph.targets import Target, targets
-from kb_assets.core.callgraph.values import Def, Either, Ext, Param, Resolved, Span
+from kb_assets.core.callgraph.values import (
+    FORM,
+    NO_FORMS,
+    NO_SPANS,
+    Def,
+    Either,
+    Ext,
+    Forms,
+    Param,
+    Resolved,
+    Span,
+    union_spans,
+)
 from kb_assets.core.models import JSON, Gap
 from kb_assets.core.program import Program
 from kb_assets.core.symbols.table import symbol_table
@@ -32,25 +46,31 @@ from kb_assets.core.symbols.table import symbol_table
 GAP_SOURCE = "calls"
 
 
-@dataclass(slots=True)
 class Edge:
-    """Everything known about one (caller, callee) pair."""
+    """Everything known about one (caller, callee) pair, kept compact: one of these exists per edge
+    of the commit, so it holds a forms mask, a list of sites and one shared span set."""
 
-    caller: Def
-    callee: Def
-    forms: set[str] = field(default_factory=set)
-    sites: set[tuple[str, int, int]] = field(default_factory=set)
-    """(caller path, caller span, line offset from the caller span's first line)."""
-    callee_spans: set[tuple[str, int]] = field(default_factory=set)
-    caller_spans: set[tuple[str, int]] = field(default_factory=set)
-    main: bool = False
-    """Some site lies under ``if __name__ == "__main__":``."""
-    via: set[Span] = field(default_factory=set)
-    """Other spans the resolution read (import statements, assignments, base classes, ...)."""
+    __slots__ = ("callee", "callee_spans", "caller", "forms", "main", "sites", "via")
+
+    def __init__(self, caller: Def, callee: Def) -> None:
+        self.caller, self.callee = caller, callee
+        self.callee_spans: tuple[Span, ...] = ((callee.path, callee.span),)
+        """The callee's definition spans (more than one when a name is defined twice)."""
+        self.forms: Forms = NO_FORMS
+        self.sites: list[tuple[str, int, int]] = []
+        """(caller path, caller span, line offset from the caller span's first line); may repeat."""
+        self.main = False
+        """Some site lies under ``if __name__ == "__main__":``."""
+        self.via: frozenset[Span] = NO_SPANS
+        """Other spans the resolution read (import statements, assignments, base classes, ...)."""
+
+    @property
+    def caller_spans(self) -> set[tuple[str, int]]:
+        """The caller's spans that hold a site (one, unless a name is defined twice)."""
+        return {(path, span) for path, span, _ in self.sites}
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class ExternalSite:
+class ExternalSite(NamedTuple):
     """A call that leaves the repository: the external dotted name and where it is called."""
 
     name: str
@@ -77,17 +97,18 @@ class CallGraph:
     def add_edge(self, caller: Def, target: Target, site: tuple[str, int, int], main: bool) -> None:
         """Record one resolved call site of ``caller`` (at ``site``: path, span, line offset)."""
         callee, forms, _, via = target
-        edge = self.edges.get((caller.dotted, callee.dotted))
+        key = (caller.dotted, callee.dotted)
+        edge = self.edges.get(key)
         if edge is None:
-            edge = self.edges[(caller.dotted, callee.dotted)] = Edge(caller, callee)
+            edge = self.edges[key] = Edge(caller, callee)
+            self.nodes.setdefault(caller.dotted, caller)
+            self.nodes.setdefault(callee.dotted, callee)
+        if callee is not edge.callee and (callee.path, callee.span) not in edge.callee_spans:
+            edge.callee_spans += ((callee.path, callee.span),)
         edge.forms |= forms
-        edge.via |= via
-        edge.sites.add(site)
-        edge.callee_spans.add((callee.path, callee.span))
-        edge.caller_spans.add((site[0], site[1]))
+        edge.via = union_spans(edge.via, via)
+        edge.sites.append(site)
         edge.main = edge.main or main
-        self.nodes.setdefault(caller.dotted, caller)
-        self.nodes.setdefault(callee.dotted, callee)
 
     def callees(self, caller: str) -> list[Edge]:
         """Outgoing edges of a node, in callee order (indexed on first use)."""
@@ -110,17 +131,21 @@ def call_graph(program: Program) -> CallGraph:
 
 
 def build(program: Program) -> CallGraph:
-    """Resolve every call site of the program.
+    """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``)."""
+    with paused_gc():
+        return _build(program)
 
-    The cyclic garbage collector is paused meanwhile: resolution allocates millions of small,
-    acyclic objects next to the program's facts, and each full collection would walk them all.
-    """
-    paused = gc.isenabled()
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: resolution allocates hundreds of thousands of small,
+    acyclic objects next to the program's facts, and each full collection would walk them all."""
+    enabled = gc.isenabled()
     gc.disable()
     try:
-        return _build(program)
+        yield
     finally:
-        if paused:
+        if enabled:
             gc.enable()
 
 
@@ -141,44 +166,62 @@ def _build(program: Program) -> CallGraph:
     return graph
 
 
-@dataclass(frozen=True, slots=True)
-class _Site:
-    """One call site being resolved."""
-
-    ref: ScopeRef
-    caller: Def
-    offset: int
-    extra: Mapping[str, JSON]
-
-
 def _site(graph: CallGraph, passings: Passings, ref: ScopeRef, caller: Def, site: list[JSON]) -> None:
-    extra = site[2] if len(site) > 2 else {}
-    resolved = graph.evaluator.expr(ref, str(site[0]))
-    graph.stats["sites"] += 1
+    extra: Mapping[str, JSON] = site[2] if len(site) > 2 else _NO_EXTRA  # type: ignore[assignment]
+    resolved = graph.evaluator.expr(ref, site[0])  # type: ignore[arg-type]
+    stats = graph.stats
+    stats["sites"] += 1
     if resolved is None:
-        graph.stats["unresolved"] += 1
+        stats["unresolved"] += 1
         return
-    forms = resolved.forms | ({"decorator"} if extra.get("d") else set())
-    for value in resolved.value.options if isinstance(resolved.value, Either) else (resolved.value,):
-        _value(graph, passings, _Site(ref, caller, int(site[1]), extra), Resolved(value, forms, resolved.via))
+    value = resolved.value
+    offset: int = site[1]  # type: ignore[assignment]
+    if type(value) is Ext:
+        stats["external"] += 1
+        ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), bool(extra.get("m")))  # type: ignore[arg-type]
+        graph.externals.setdefault(caller.dotted, []).append(ext)
+        return
+    if "d" in extra:
+        resolved = Resolved(value, resolved.forms | FORM["decorator"], resolved.via)
+    options = value.options if type(value) is Either else (value,)
+    for option in options:
+        _value(
+            graph,
+            passings,
+            ref,
+            caller,
+            offset,
+            extra,
+            resolved if option is value else Resolved(option, resolved.forms, resolved.via),
+        )
 
 
-def _value(graph: CallGraph, passings: Passings, site: _Site, resolved: Resolved) -> None:
+_NO_EXTRA: Mapping[str, JSON] = {}
+
+
+def _value(
+    graph: CallGraph,
+    passings: Passings,
+    ref: ScopeRef,
+    caller: Def,
+    offset: int,
+    extra: Mapping[str, JSON],
+    resolved: Resolved,
+) -> None:
     """Record what calling one (alternative) value of a site's callee does."""
-    value, main = resolved.value, bool(site.extra.get("m"))
-    if isinstance(value, Ext):
+    value, main = resolved.value, bool(extra.get("m"))
+    if type(value) is Ext:
         graph.stats["external"] += 1
-        mode = site.extra.get("mode")
-        ext = ExternalSite(value.name, site.ref.path, site.caller.span, site.offset, mode, main)
-        graph.externals.setdefault(site.caller.dotted, []).append(ext)
+        ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), main)  # type: ignore[arg-type]
+        graph.externals.setdefault(caller.dotted, []).append(ext)
         return
-    if isinstance(value, Param):
+    if type(value) is Param:
         graph.stats["parameter"] += 1
-        passings.parameter_call(value, site.caller, site.offset, main)
+        passings.parameter_call(value, caller, offset, main)
         return
     found = targets(graph.evaluator, resolved)
     graph.stats["first_party" if found else "unresolved"] += 1
     for target in found:
-        graph.add_edge(site.caller, target, (site.ref.path, site.caller.span, site.offset), main)
-        if "a" in site.extra or "k" in site.extra:
-            passings.argument(target, site.extra, site.ref)
+        graph.add_edge(caller, target, (ref.path, caller.span, offset), main)
+        if "a" in extra or "k" in extra:
+            passings.argument(target, extra, ref)

@@ -93,10 +93,10 @@ class Hierarchy:
         for expr in self.scopes.record(ref).get("bases", []):
             resolved = self.evaluate(enclosing, expr) if expr else None
             value = resolved.value if resolved is not None else None
-            if isinstance(value, Cls):
+            if type(value) is Cls:
                 out.append(value.defn)
             else:
-                out.append(Opaque(value.name if isinstance(value, Ext) else "?"))
+                out.append(Opaque(value.name if type(value) is Ext else "?"))
         return out
 
     def find(self, cls: Def, name: str, *, after: Def | None = None, instance: bool = True) -> Member | None:

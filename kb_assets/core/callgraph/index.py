@@ -8,7 +8,7 @@ symbol table reported as (path, span ordinal).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kb_assets.core.callgraph.values import Def, DefKind
 from kb_assets.core.models import JSON
@@ -19,10 +19,16 @@ FACTS_ID = "calls"
 
 _KINDS: dict[str, DefKind] = {"m": "module", "c": "class", "f": "function"}
 
+UNKNOWN, GLOBAL, NONLOCAL, PARAM, DEFINED, BOUND, ANNOTATED = range(7)
+"""How a scope binds a name (``Scopes.names``): unknowably (shadowed, or bound in more than one
+way), declared ``global``/``nonlocal``, as a parameter (data: its position), by a nested
+definition (data: its scope), by simple assignments (data: the values) or by an annotation only."""
 
-@dataclass(frozen=True, slots=True, order=True)
-class ScopeRef:
-    """One scope of one file."""
+NameTable = dict[str, tuple[int, JSON]]
+
+
+class ScopeRef(NamedTuple):
+    """One scope of one file (a named tuple: it is part of every memo key)."""
 
     path: str
     index: int
@@ -37,6 +43,8 @@ class Scopes:
         self.records: dict[str, list[Mapping[str, JSON]]] = {}
         self.by_span: dict[str, dict[int, int]] = {}
         self._defs: dict[ScopeRef, Def] = {}
+        self._names: dict[ScopeRef, NameTable] = {}
+        self._enclosing: dict[ScopeRef, ScopeRef | None] = {}
         for source, facts in program.facts(FACTS_ID):
             scopes = facts.get("scopes", [])
             self.files[source.path] = source
@@ -83,10 +91,24 @@ class Scopes:
 
     def enclosing_function_or_module(self, ref: ScopeRef) -> ScopeRef | None:
         """Where a name not bound in ``ref`` is looked up next: class scopes are skipped."""
+        if ref in self._enclosing:
+            return self._enclosing[ref]
         parent = self.parent(ref)
         while parent is not None and self.record(parent)["k"] == "c":
             parent = self.parent(parent)
+        self._enclosing[ref] = parent
         return parent
+
+    def names(self, ref: ScopeRef) -> NameTable | None:
+        """How the scope binds each name it binds (None for a module: the symbol table knows),
+        built once per scope."""
+        found = self._names.get(ref)
+        if found is None:
+            rec = self.record(ref)
+            if rec["k"] == "m":
+                return None
+            found = self._names[ref] = _name_table(rec)
+        return found
 
     def at_span(self, path: str | None, span: int | None) -> ScopeRef | None:
         """The scope defined by span ``span`` of ``path`` (a class or function), if it has facts."""
@@ -99,3 +121,29 @@ class Scopes:
         """The class whose body directly defines this function, if any."""
         parent = self.parent(ref)
         return parent if parent is not None and self.record(parent)["k"] == "c" else None
+
+
+def _name_table(rec: Mapping[str, JSON]) -> NameTable:
+    """A scope record's bindings by name (see ``Scopes.names``); a name bound in two ways is unknown."""
+    table: NameTable = {}
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(rec.get("params") or ()):
+        name = str(raw).lstrip("*")
+        table[name], seen[name] = (PARAM, i), seen.get(name, 0) + 1
+    for name, index in (rec.get("defs") or {}).items():
+        table[name], seen[name] = (DEFINED, index), seen.get(name, 0) + 1
+    for name, values in (rec.get("binds") or {}).items():
+        table[name], seen[name] = (BOUND, values), seen.get(name, 0) + 1
+    for name, annotation in (rec.get("ann") or {}).items():
+        if name not in table:
+            table[name] = (ANNOTATED, annotation)
+    for name, count in seen.items():
+        if count > 1:
+            table[name] = (UNKNOWN, None)
+    for name in rec.get("shadow") or ():
+        table[str(name)] = (UNKNOWN, None)
+    for name in rec.get("nonl") or ():
+        table[str(name)] = (NONLOCAL, None)
+    for name in rec.get("glob") or ():
+        table[str(name)] = (GLOBAL, None)
+    return table

@@ -18,6 +18,9 @@ from kb_assets.core.callgraph.exprs import segments
 from kb_assets.core.callgraph.hierarchy import Member
 from kb_assets.core.callgraph.index import ScopeRef
 from kb_assets.core.callgraph.values import (
+    FORM,
+    NO_FORMS,
+    NO_SPANS,
     Cls,
     Def,
     Either,
@@ -27,9 +30,12 @@ from kb_assets.core.callgraph.values import (
     Inst,
     Mod,
     Resolved,
+    Span,
     Super,
     Value,
     either,
+    forms_of,
+    union_spans,
 )
 from kb_assets.core.symbols.model import Symbol
 
@@ -68,16 +74,16 @@ class Members:
     def definition(self, ref: ScopeRef, form: str) -> Resolved:
         """A nested or top-level definition as a value."""
         d = self.ev.scopes.defn(ref)
-        return Resolved(Cls(d) if d.kind == "class" else Fn(d), frozenset({form}))
+        return Resolved(Cls(d) if d.kind == "class" else Fn(d), FORM[form])
 
     def module(self, name: str, form: str) -> Resolved | None:
         """A module by absolute name: first-party, or external (None: first-party but missing)."""
         program = self.ev.scopes.program
         if name in program.module_map.paths or name in self.ev.table.namespaces.namespace_packages:
-            return Resolved(Mod(name), frozenset({form}))
+            return Resolved(Mod(name), FORM[form])
         if name.split(".", 1)[0] in program.module_map.top_level:
             return None
-        return Resolved(Ext(name), frozenset({form}))
+        return Resolved(Ext(name), FORM[form])
 
     def imported(self, base: str, attr: str) -> Resolved | None:
         """What ``from base import attr`` binds."""
@@ -91,19 +97,19 @@ class Members:
         if base in self.ev.table.namespaces.namespace_packages:
             return self.module(f"{base}.{attr}", "import")
         found = self.module(base, "import")
-        return found.to(Ext(f"{base}.{attr}")) if found is not None and isinstance(found.value, Ext) else None
+        return found.to(Ext(f"{base}.{attr}")) if found is not None and type(found.value) is Ext else None
 
     def symbol(self, symbol: Symbol, form: str) -> Resolved | None:
         """A symbol-table answer as a value (module-level assignments are followed); the import
         statements followed to it are spans it was read from."""
         found = self._symbol(symbol, form)
-        return found.through(frozenset(symbol.chain)) if found is not None else None
+        return found.through(_chain_spans(symbol)) if found is not None else None
 
     def _symbol(self, symbol: Symbol, form: str) -> Resolved | None:
         if symbol.external is not None:
-            return Resolved(Ext(symbol.external), frozenset({form}))
+            return Resolved(Ext(symbol.external), FORM[form])
         if symbol.kind == "module" and symbol.dotted is not None:
-            return Resolved(Mod(symbol.dotted), frozenset({form}))
+            return Resolved(Mod(symbol.dotted), FORM[form])
         if symbol.kind in ("function", "class"):
             ref = self.ev.scopes.at_span(symbol.path, symbol.span)
             if ref is not None:
@@ -134,22 +140,22 @@ class Members:
     def attribute(self, r: Resolved, name: str) -> Resolved | None:
         """``value.name``."""
         v = r.value
-        if isinstance(v, Either):
+        if type(v) is Either:
             return self._each(r, v, lambda option: self.attribute(option, name))
-        if isinstance(v, Mod):
+        if type(v) is Mod:
             found = self.imported(v.name, name)
             return found.after(r) if found is not None else None
-        if isinstance(v, Ext):
+        if type(v) is Ext:
             return r.to(Ext(f"{v.name}.{name}"))
-        if isinstance(v, ExtInst):
+        if type(v) is ExtInst:
             return r.to(Ext(f"{v.type}.{name}"))
         if isinstance(v, Cls | Inst):
-            member = self.ev.hierarchy.find(v.defn, name, instance=isinstance(v, Inst))
-            return self._member(r, member, v.defn, None, instance=isinstance(v, Inst), form="inherited")
-        if isinstance(v, Super):
+            member = self.ev.hierarchy.find(v.defn, name, instance=type(v) is Inst)
+            return self._member(r, member, v.defn, None, instance=type(v) is Inst, form="inherited")
+        if type(v) is Super:
             member = self.ev.hierarchy.find(v.defn, name, after=v.defn, instance=v.instance)
             return self._member(r, member, v.defn, v.defn, instance=v.instance, form="super")
-        if isinstance(v, Fn) and name in _TASK_METHODS and self._is_task(v.defn):
+        if type(v) is Fn and name in _TASK_METHODS and self._is_task(v.defn):
             return r.to(Ext(f"celery.Task.{name}"))
         return None
 
@@ -168,7 +174,7 @@ class Members:
         if member.definition is not None:
             found = self.definition(member.definition, "direct")
             flag = self.ev.scopes.record(member.definition).get("flag")
-            if not isinstance(found.value, Fn):
+            if not type(found.value) is Fn:
                 return r.to(found.value, *extra)
             if flag == "prop" and instance:
                 return None
@@ -185,16 +191,16 @@ class Members:
     def call(self, r: Resolved) -> Resolved | None:
         """What calling the value returns."""
         v = r.value
-        if isinstance(v, Either):
+        if type(v) is Either:
             return self._each(r, v, self.call)
-        if isinstance(v, Cls):
+        if type(v) is Cls:
             return r.to(Inst(v.defn))
-        if isinstance(v, Ext):
+        if type(v) is Ext:
             return r.to(self.external_instance(v.name))
-        if isinstance(v, ExtInst):
+        if type(v) is ExtInst:
             typed = _result_type(f"{v.type}()")
             return r.to(ExtInst(typed)) if typed is not None else None
-        if isinstance(v, Fn):
+        if type(v) is Fn:
             return self._returned(r, v)
         return None
 
@@ -225,7 +231,7 @@ class Members:
         found = self.ev.agree([self._return_value(fn, ref, e) for e in returns], "returned")
         if found is not None:
             extra = ("returned_function",) if isinstance(found.value, Fn | Cls | Either) else ()
-            return Resolved(found.value, frozenset(extra), r.via | found.via)
+            return Resolved(found.value, forms_of(*extra), union_spans(r.via, found.via))
         annotation = rec.get("rt")
         outer = self.ev.scopes.parent(ref) or ScopeRef(ref.path, 0)
         typed = self.ev.typed(outer, str(annotation), "annotated") if annotation else None
@@ -237,11 +243,12 @@ class Members:
             return None
         rec = self.ev.scopes.record(ref)
         params = rec.get("params") or []
-        head, calls = segments(expr)[0]
+        parts = segments(expr)
+        head, calls = parts[0]
         if fn.receiver is None or not params or head != params[0] or rec.get("flag") == "sm":
             return self.ev.expr(ref, expr)
         start = Cls(fn.receiver) if rec.get("flag") == "cm" else Inst(fn.receiver)
-        return self.ev.apply(Resolved(start, frozenset({"self_method"})), [("", calls), *segments(expr)[1:]])
+        return self.ev.apply(Resolved(start, FORM["self_method"]), calls, parts[1:])
 
     def _each(self, r: Resolved, v: Either, step: Callable[[Resolved], Resolved | None]) -> Resolved | None:
         """A step applied to every alternative (unknown as soon as one is)."""
@@ -249,9 +256,14 @@ class Members:
         if any(x is None for x in results):
             return None
         value = either([x.value for x in results if x is not None])
-        forms = frozenset().union(*(x.forms for x in results if x is not None))
-        via = frozenset().union(*(x.via for x in results if x is not None))
-        return Resolved(value, forms, via) if value is not None else None
+        if value is None:
+            return None
+        forms, via = NO_FORMS, NO_SPANS
+        for x in results:
+            if x is not None:
+                forms |= x.forms
+                via = union_spans(via, x.via)
+        return Resolved(value, forms, via)
 
     def external_instance(self, name: str) -> Value:
         """What calling the external ``name`` returns (an instance of it, unless known otherwise)."""
@@ -277,3 +289,8 @@ def _result_type(name: str) -> str | None:
     if not name.startswith(_TYPED_ROOTS):
         return None
     return next((typed for pattern, typed in RESULT_TYPES if fnmatchcase(name, pattern)), None)
+
+
+def _chain_spans(symbol: Symbol) -> frozenset[Span]:
+    """The import statements followed to a symbol, as spans."""
+    return frozenset(symbol.chain) if symbol.chain else NO_SPANS

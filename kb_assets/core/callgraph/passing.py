@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kb_assets.core.callgraph.index import ScopeRef
 from kb_assets.core.callgraph.targets import Target, targets
-from kb_assets.core.callgraph.values import Def, Param, Resolved, Span
+from kb_assets.core.callgraph.values import FORM, Def, Param, Resolved, Span
 from kb_assets.core.models import JSON
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _Key = tuple[str, int, str]
 """(path, scope index of the function, parameter name)."""
 
-_DROPPED = frozenset({"direct", "closure"})
+_DROPPED = FORM["direct"] | FORM["closure"]
 
 
 class Passings:
@@ -68,7 +68,7 @@ class Passings:
         for key in sorted(self.arguments):
             for ref, arg, via in self.arguments[key]:
                 value = self._value(ref, arg)
-                if value is not None and isinstance(value.value, Param):
+                if value is not None and type(value.value) is Param:
                     source = (value.value.path, value.value.scope, value.value.name)
                     forwards.setdefault(source, []).append(key)
                 elif value is not None:
@@ -78,7 +78,7 @@ class Passings:
                 for caller, offset, main in self.calls.get(reached, []):
                     for value in passed[key]:
                         for callee, forms, shift, via in targets(self.ev, value):
-                            kept = (forms - _DROPPED) | {"passed_function"}
+                            kept = (forms & ~_DROPPED) | FORM["passed_function"]
                             site = (caller.path, caller.span, offset)
                             graph.add_edge(caller, (callee, kept, shift, via), site, main)
 

@@ -16,14 +16,53 @@ few values a name may have when its bindings differ (every one of them must be k
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 DefKind = Literal["function", "class", "module"]
 
+FORMS: tuple[str, ...] = (
+    "direct",
+    "import",
+    "self_method",
+    "inherited",
+    "super",
+    "instantiation",
+    "init",
+    "decorator",
+    "closure",
+    "passed_function",
+    "returned_function",
+    "assignment",
+    "annotated",
+    "returned",
+)
+"""The resolution forms, each one bit of a ``Forms`` mask (``returned``: internal only)."""
 
-@dataclass(frozen=True, slots=True, order=True)
-class Def:
-    """A first-party definition: a function, a class, or a module (the caller of top-level code)."""
+Forms = int
+FORM: dict[str, Forms] = {name: 1 << i for i, name in enumerate(FORMS)}
+NO_FORMS: Forms = 0
+_INTERNAL = FORM["returned"]
+
+
+def forms_of(*names: str) -> Forms:
+    """The mask of some forms."""
+    bits = 0
+    for name in names:
+        bits |= FORM[name]
+    return bits
+
+
+def form_names(bits: Forms) -> list[str]:
+    """The public forms of a mask, sorted by name (``returned`` is internal and dropped)."""
+    bits &= ~_INTERNAL
+    return sorted(name for i, name in enumerate(FORMS) if bits >> i & 1)
+
+
+class Def(NamedTuple):
+    """A first-party definition: a function, a class, or a module (the caller of top-level code).
+
+    A named tuple, not a dataclass: definitions are dictionary keys on every hot path, and a tuple
+    hashes and compares in C."""
 
     dotted: str
     path: str
@@ -132,21 +171,36 @@ class Resolved:
     import statements, assignments, classes and functions consulted besides the caller's own)."""
 
     value: Value
-    forms: frozenset[str] = frozenset()
+    forms: Forms = NO_FORMS
     via: frozenset[Span] = NO_SPANS
 
     def plus(self, *forms: str) -> Resolved:
         """The same value, reached with more forms."""
-        return Resolved(self.value, self.forms | frozenset(forms), self.via) if forms else self
+        return Resolved(self.value, self.forms | forms_of(*forms), self.via) if forms else self
 
     def to(self, value: Value, *forms: str) -> Resolved:
         """Another value reached from this one (forms and spans carried over)."""
-        return Resolved(value, self.forms | frozenset(forms), self.via)
+        return Resolved(value, self.forms | forms_of(*forms), self.via)
 
     def through(self, spans: frozenset[Span] | set[Span]) -> Resolved:
         """The same value, also read from ``spans``."""
-        return Resolved(self.value, self.forms, self.via | spans) if spans else self
+        if not spans or spans is self.via:
+            return self
+        return Resolved(self.value, self.forms, union_spans(self.via, spans))
 
     def after(self, earlier: Resolved) -> Resolved:
         """This value, reached after ``earlier`` (its forms and spans come along)."""
-        return Resolved(self.value, self.forms | earlier.forms, self.via | earlier.via)
+        return Resolved(self.value, self.forms | earlier.forms, union_spans(self.via, earlier.via))
+
+
+def union_spans(a: frozenset[Span], b: frozenset[Span] | set[Span]) -> frozenset[Span]:
+    """``a | b``, reusing ``a`` or ``b`` when one holds the other (most unions add nothing)."""
+    if not b or b is a:
+        return a
+    if not a:
+        return b if isinstance(b, frozenset) else frozenset(b)
+    if b <= a:
+        return a
+    if isinstance(b, frozenset) and a <= b:
+        return b
+    return a | b

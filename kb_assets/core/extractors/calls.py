@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kb_assets.core.callgraph.collect import collect_calls
-from kb_assets.core.callgraph.graph import Edge, call_graph
+from kb_assets.core.callgraph.graph import Edge, call_graph, paused_gc
 from kb_assets.core.callgraph.index import FACTS_ID
+from kb_assets.core.callgraph.values import form_names
 from kb_assets.core.extractors.base import Draft, Extraction, LocatedGrounding
-from kb_assets.core.models import JSON
+from kb_assets.core.models import JSON, Grounding
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParsedSource
 
@@ -48,8 +49,10 @@ class CallsExtractor:
 
     def resolve(self, program: Program) -> Extraction:
         """One draft per resolved (caller, callee) pair, plus the dynamic-call gaps."""
-        graph = call_graph(program)
-        drafts = tuple(_draft(program, graph.edges[key]) for key in sorted(graph.edges))
+        with paused_gc():
+            graph = call_graph(program)
+            grounds = _Groundings(program)
+            drafts = tuple(_draft(grounds, graph.edges[key]) for key in sorted(graph.edges))
         return Extraction(drafts=drafts, gaps=tuple(graph.gaps))
 
     def render(self, payload: Mapping[str, JSON], grounding: Sequence[LocatedGrounding]) -> dict[str, JSON]:
@@ -61,19 +64,41 @@ class CallsExtractor:
         return {**rendered, "lines": lines}
 
 
-def _draft(program: Program, edge: Edge) -> Draft:
+class _Groundings:
+    """Grounding edges by (path, span, role), made once: thousands of edges share a caller span."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.made: dict[tuple[str, int, str], Grounding] = {}
+
+    def __call__(self, path: str, span: int, role: str) -> Grounding:
+        key = (path, span, role)
+        found = self.made.get(key)
+        if found is None:
+            found = self.made[key] = self.program.files[path].ground(span, role)
+        return found
+
+    def span_id(self, path: str, span: int) -> str:
+        return self.program.files[path].spans[span].span_id
+
+
+def _draft(ground: _Groundings, edge: Edge) -> Draft:
     offsets: dict[str, set[int]] = {}
+    callers: set[tuple[str, int]] = set()
     for path, span, offset in edge.sites:
-        offsets.setdefault(program.files[path].spans[span].span_id, set()).add(offset)
-    grounding = [program.files[p].ground(s, "caller") for p, s in sorted(edge.caller_spans)]
-    grounding += [program.files[p].ground(s, "callee") for p, s in sorted(edge.callee_spans)]
-    own = edge.caller_spans | edge.callee_spans
-    grounding += [program.files[p].ground(s, "via") for p, s in sorted(edge.via - own)]
+        offsets.setdefault(ground.span_id(path, span), set()).add(offset)
+        callers.add((path, span))
+    callees = edge.callee_spans
+    grounding = {ground(p, s, "caller") for p, s in callers}
+    grounding.update(ground(p, s, "callee") for p, s in callees)
+    grounding.update(
+        ground(p, s, "via") for p, s in edge.via if (p, s) not in callers and (p, s) not in callees
+    )
     payload: dict[str, JSON] = {
         "caller": edge.caller.dotted,
         "callee": edge.callee.dotted,
-        "forms": sorted(edge.forms),
+        "forms": form_names(edge.forms),
         "site_offsets": {sid: sorted(offs) for sid, offs in sorted(offsets.items())},
     }
     key = f"call:{edge.caller.dotted}->{edge.callee.dotted}"
-    return Draft(kind="call_edge", logical_key=key, payload=payload, grounding=tuple(sorted(set(grounding))))
+    return Draft(kind="call_edge", logical_key=key, payload=payload, grounding=tuple(sorted(grounding)))

@@ -79,7 +79,7 @@ def search(
                     edge.callee.dotted, Reached(edge.callee.dotted, rule, chain, target=edge.callee)
                 )
                 if found.chain == chain:
-                    found.sites |= edge.sites
+                    found.sites.update(edge.sites)
             callee = edge.callee
             if callee.kind != "function" or callee.dotted in depth:
                 continue
