@@ -199,6 +199,22 @@ def _site(graph: CallGraph, passings: Passings, ref: ScopeRef, caller: Def, site
 _NO_EXTRA: Mapping[str, JSON] = {}
 
 
+def _encloses(scopes: Scopes, param: Param, ref: ScopeRef) -> bool:
+    """Whether a parameter is called inside its own function (or a function nested in it).
+
+    Anywhere else — a parameter returned (``return func``) or stored (``self.f = f``) and called
+    later — which argument it holds depends on the call that produced it, and the union of every
+    argument ever passed would be a made-up edge for most of them: no edge (precision first)."""
+    if param.path != ref.path:
+        return False
+    current: ScopeRef | None = ref
+    while current is not None:
+        if current.index == param.scope:
+            return True
+        current = scopes.parent(current)
+    return False
+
+
 def _value(
     graph: CallGraph,
     passings: Passings,
@@ -216,8 +232,11 @@ def _value(
         graph.externals.setdefault(caller.dotted, []).append(ext)
         return
     if type(value) is Param:
-        graph.stats["parameter"] += 1
-        passings.parameter_call(value, caller, offset, main)
+        if _encloses(graph.evaluator.scopes, value, ref):
+            graph.stats["parameter"] += 1
+            passings.parameter_call(value, caller, offset, main)
+        else:
+            graph.stats["unresolved"] += 1
         return
     found = targets(graph.evaluator, resolved)
     graph.stats["first_party" if found else "unresolved"] += 1

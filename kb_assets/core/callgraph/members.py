@@ -69,12 +69,19 @@ class Members:
         self._tasks: dict[Def, bool] = {}
         self._results: dict[Fn, Resolved | None] = {}
         self._returning: set[Fn] = set()
+        self._definitions: dict[tuple[ScopeRef, str], Resolved] = {}
+        self._imported: dict[tuple[str, str], Resolved | None] = {}
+        self._lookups: dict[tuple[Value, str], Resolved | None] = {}
 
     # -- values of definitions, modules and symbols ----------------------------------------------
     def definition(self, ref: ScopeRef, form: str) -> Resolved:
         """A nested or top-level definition as a value."""
-        d = self.ev.scopes.defn(ref)
-        return Resolved(Cls(d) if d.kind == "class" else Fn(d), FORM[form])
+        key = (ref, form)
+        found = self._definitions.get(key)
+        if found is None:
+            d = self.ev.scopes.defn(ref)
+            found = self._definitions[key] = Resolved(Cls(d) if d.kind == "class" else Fn(d), FORM[form])
+        return found
 
     def module(self, name: str, form: str) -> Resolved | None:
         """A module by absolute name: first-party, or external (None: first-party but missing)."""
@@ -86,7 +93,14 @@ class Members:
         return Resolved(Ext(name), FORM[form])
 
     def imported(self, base: str, attr: str) -> Resolved | None:
-        """What ``from base import attr`` binds."""
+        """What ``from base import attr`` binds (memoized)."""
+        key = (base, attr)
+        if key in self._imported:
+            return self._imported[key]
+        found = self._imported[key] = self._import(base, attr)
+        return found
+
+    def _import(self, base: str, attr: str) -> Resolved | None:
         if base in self.ev.scopes.program.module_map.paths:
             symbol = self.ev.table.lookup(base, attr)
             return (
@@ -149,15 +163,29 @@ class Members:
             return r.to(Ext(f"{v.name}.{name}"))
         if type(v) is ExtInst:
             return r.to(Ext(f"{v.type}.{name}"))
-        if isinstance(v, Cls | Inst):
-            member = self.ev.hierarchy.find(v.defn, name, instance=type(v) is Inst)
-            return self._member(r, member, v.defn, None, instance=type(v) is Inst, form="inherited")
-        if type(v) is Super:
-            member = self.ev.hierarchy.find(v.defn, name, after=v.defn, instance=v.instance)
-            return self._member(r, member, v.defn, v.defn, instance=v.instance, form="super")
+        if type(v) is Cls or type(v) is Inst or type(v) is Super:
+            found = self._lookup(v, name)
+            return found.after(r) if found is not None else None
         if type(v) is Fn and name in _TASK_METHODS and self._is_task(v.defn):
             return r.to(Ext(f"celery.Task.{name}"))
         return None
+
+    def _lookup(self, v: Cls | Inst | Super, name: str) -> Resolved | None:
+        """``name`` looked up on a class, an instance or ``super()``, from nothing (memoized: the
+        forms and spans of what led to ``v`` are added by the caller)."""
+        key = (v, name)
+        if key in self._lookups:
+            return self._lookups[key]
+        r = Resolved(v)
+        if type(v) is Super:
+            member = self.ev.hierarchy.find(v.defn, name, after=v.defn, instance=v.instance)
+            found = self._member(r, member, v.defn, v.defn, instance=v.instance, form="super")
+        else:
+            instance = type(v) is Inst
+            member = self.ev.hierarchy.find(v.defn, name, instance=instance)
+            found = self._member(r, member, v.defn, None, instance=instance, form="inherited")
+        self._lookups[key] = found
+        return found
 
     def _member(
         self, r: Resolved, member: Member | None, start: Def, after: Def | None, *, instance: bool, form: str

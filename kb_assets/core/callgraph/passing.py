@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kb_assets.core.callgraph.index import ScopeRef
 from kb_assets.core.callgraph.targets import Target, targets
-from kb_assets.core.callgraph.values import FORM, Def, Param, Resolved, Span
+from kb_assets.core.callgraph.values import FORM, Cls, Def, Param, Resolved, Span
 from kb_assets.core.models import JSON
 
 if TYPE_CHECKING:
@@ -85,7 +85,10 @@ class Passings:
     def _value(self, ref: ScopeRef, arg: str) -> Resolved | None:
         """An argument's value (``#n``: the definition of scope n, passed by a decorator)."""
         if arg.startswith("#"):
-            return self.ev.members.definition(ScopeRef(ref.path, int(arg[1:])), "direct")
+            # A decorated class is not called by what decorates it (class decorators return or
+            # register it; a decorator that also accepts functions only calls those).
+            found = self.ev.members.definition(ScopeRef(ref.path, int(arg[1:])), "direct")
+            return found if type(found.value) is not Cls else None
         return self.ev.expr(ref, arg)
 
 
