@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 _DEFINITIONS, _DECORATORS, _CALLS = frozenset({0, 1}), 2, 3
 _DYNAMIC = frozenset({"eval", "exec"})
+_FUNCTION = ts.PYTHON.field_id_for_name("function") or 0
+_ARGUMENTS = ts.PYTHON.field_id_for_name("arguments") or 0
 
 
 def collect_calls(source: ParsedSource) -> JSON:
@@ -67,13 +69,15 @@ def _call_sites(source: ParsedSource, sk: Skeleton, matches: list[Match]) -> lis
     guards = main_guards(source)
     dynamic: list[JSON] = []
     for match in matches:
-        function = match["fn"][0]
+        call = match["call"][0]
+        function, arguments = call.child_by_field_id(_FUNCTION), call.child_by_field_id(_ARGUMENTS)
+        if function is None or arguments is None:
+            continue
         expr = callee_text(source, function)
         if expr is None:
             continue
         line = function.start_point[0] + 1
         if expr in _DYNAMIC or expr.startswith("getattr()"):
-            arguments = match["args"][0]
             dynamic.append(
                 [
                     line,
@@ -84,7 +88,7 @@ def _call_sites(source: ParsedSource, sk: Skeleton, matches: list[Match]) -> lis
         start = function.start_byte
         i = sk.at(start)
         site: list[JSON] = [expr, line - sk.lines[i]]
-        extra = call_extra(source, match["args"][0], expr)
+        extra = call_extra(source, arguments, expr)
         if i == 0 and guards and any(a <= start < b for a, b in guards):
             extra["m"] = 1
         if extra:

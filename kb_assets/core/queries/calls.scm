@@ -7,7 +7,7 @@
   body: (block) @body) @function
 (class_definition name: (identifier) @name body: (block) @body) @class
 (decorated_definition (decorator) @decorator definition: (_) @decorated)
-(call function: (_) @fn arguments: (_) @args)
+(call) @call
 (assignment left: (_) @left right: (_) @right)
 (named_expression name: (identifier) @left value: (_) @right)
 (assignment left: (identifier) @left type: (type) @type)
