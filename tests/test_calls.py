@@ -44,7 +44,10 @@ def test_facts_record_offsets_decorators_main_guard_and_arguments() -> None:
     module, function = scopes[0], scopes[1]
     assert ["x.deco", 2, {"d": 1, "a": ["#1"]}] in module["calls"]
     assert ["f", 8, {"m": 1}] in module["calls"]
-    assert function["calls"] == [["run", 2, {"a": ["cb"], "k": {"key": "g"}}], ["open", 3, {"a": ["p"], "mode": "w"}]]
+    assert function["calls"] == [
+        ["run", 2, {"a": ["cb"], "k": {"key": "g"}}],
+        ["open", 3, {"a": ["p"], "mode": "w"}],
+    ]
     assert function["params"] == ["cb"]
 
 
@@ -62,9 +65,11 @@ def test_class_body_names_are_invisible_in_methods_and_locals_shadow_globals() -
             "def glob():\n    global helper\n    helper = helper\n    helper()\n"
         }
     )
-    assert ("m.C.m", "m.helper") in edges and ("m.C.m", "m.C.helper") not in edges
+    assert ("m.C.m", "m.helper") in edges
+    assert ("m.C.m", "m.C.helper") not in edges
     assert not {e for e in edges if e[0] in ("m.shadow", "m.loop", "m.lam")}
-    assert ("m.local", "m.local.helper") in edges and ("m.local", "m.helper") not in edges
+    assert ("m.local", "m.local.helper") in edges
+    assert ("m.local", "m.helper") not in edges
     assert ("m.glob", "m.helper") in edges
 
 
@@ -83,8 +88,10 @@ def test_c3_order_super_and_opaque_bases() -> None:
             "class F(typing.Generic, A):\n    def run(self):\n        self.only_a()\n"
         }
     )
-    assert ("m.D.run", "m.B.who") in edges and ("m.D.run", "m.C.who") not in edges
-    assert ("m.B.who", "m.A.who") in edges and ("m.C.who", "m.A.who") in edges
+    assert ("m.D.run", "m.B.who") in edges
+    assert ("m.D.run", "m.C.who") not in edges
+    assert ("m.B.who", "m.A.who") in edges
+    assert ("m.C.who", "m.A.who") in edges
     assert ("m.E.run", "m.A.only_a") not in edges
     assert ("m.F.run", "m.A.only_a") in edges
 
@@ -100,8 +107,14 @@ def test_instantiation_init_properties_and_classmethod_receivers() -> None:
             "def f():\n    s = Sub.make()\n    s.save()\n    Sub().prop()\n"
         }
     )
-    assert {("m.f", "m.Sub"), ("m.f", "m.Base.__init__"), ("m.f", "m.Base.make"), ("m.f", "m.Sub.save")} <= edges
-    assert ("m.f", "m.Base.save") not in edges and ("m.f", "m.Base.prop") not in edges
+    assert {
+        ("m.f", "m.Sub"),
+        ("m.f", "m.Base.__init__"),
+        ("m.f", "m.Base.make"),
+        ("m.f", "m.Sub.save"),
+    } <= edges
+    assert ("m.f", "m.Base.save") not in edges
+    assert ("m.f", "m.Base.prop") not in edges
 
 
 def test_branches_give_every_alternative_and_unknowns_give_nothing() -> None:
@@ -152,7 +165,11 @@ def test_typed_receivers_reach_external_sinks() -> None:
 def test_dynamic_calls_are_gaps() -> None:
     """``getattr(...)()``, ``eval`` and ``exec`` become ``dynamic_call`` gaps, never edges."""
     _, graph = _graph({"m.py": "def f(o):\n    getattr(o, 'x')()\n    eval('g()')\n    exec('h()')\n"})
-    assert [(g.reason, g.line) for g in graph.gaps] == [("dynamic_call", 2), ("dynamic_call", 3), ("dynamic_call", 4)]
+    assert [(g.reason, g.line) for g in graph.gaps] == [
+        ("dynamic_call", 2),
+        ("dynamic_call", 3),
+        ("dynamic_call", 4),
+    ]
     assert not graph.edges
 
 
@@ -166,9 +183,12 @@ def test_render_lines_follow_the_caller_and_ids_survive_moves() -> None:
     for files in (base, moved):
         program = program_from_files(files)
         extraction = CallsExtractor().resolve(program)
-        (art,) = build_artifacts(extraction.drafts, extractor_id="calls", extractor_version="1", program=program)
+        (art,) = build_artifacts(
+            extraction.drafts, extractor_id="calls", extractor_version="1", program=program
+        )
         located = [
-            LocatedGrounding(g.span_id, g.path, g.role, *_lines(program, g.path, g.span_id)) for g in art.grounding
+            LocatedGrounding(g.span_id, g.path, g.role, *_lines(program, g.path, g.span_id))
+            for g in art.grounding
         ]
         ids.append(art.artifact_id)
         lines.append(CallsExtractor().render(art.payload, located)["lines"])
@@ -184,6 +204,8 @@ def _lines(program: Program, path: str, span_id: str) -> tuple[int, int]:
 
 def test_resolution_is_deterministic() -> None:
     """Resolving the same program twice yields identical drafts, in the same order."""
-    files = {"m.py": "class A:\n    def f(self):\n        self.g()\n    def g(self): pass\ndef h():\n    A().f()\n"}
+    files = {
+        "m.py": "class A:\n    def f(self):\n        self.g()\n    def g(self): pass\ndef h():\n    A().f()\n"
+    }
     program = program_from_files(files)
     assert CallsExtractor().resolve(program) == CallsExtractor().resolve(program)

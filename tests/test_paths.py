@@ -30,11 +30,16 @@ def test_override_adds_removes_and_is_digested() -> None:
     custom, gaps = sink_registry(
         {SINKS_FILE: "max_depth: 2\nremove: [http, os.system]\nsinks:\n  pay: [stripe.Charge.create]\n"}
     )
-    assert not gaps and custom.max_depth == 2 and custom.digest != builtin.digest
-    assert builtin.match("requests.post") is not None and custom.match("requests.post") is None
-    assert custom.match("os.system") is None and custom.match("subprocess.run") is not None
+    assert not gaps
+    assert custom.max_depth == 2
+    assert custom.digest != builtin.digest
+    assert builtin.match("requests.post") is not None
+    assert custom.match("requests.post") is None
+    assert custom.match("os.system") is None
+    assert custom.match("subprocess.run") is not None
     rule = custom.match("stripe.Charge.create")
-    assert rule is not None and rule.category == "pay"
+    assert rule is not None
+    assert rule.category == "pay"
     replaced, _ = sink_registry({SINKS_FILE: "replace: true\nsinks:\n  only: [a.b]\n"})
     assert [r.pattern for r in replaced.rules] == ["a.b"]
 
@@ -43,7 +48,12 @@ def test_bad_override_is_a_gap_and_builtins_apply() -> None:
     """A file that is not YAML, or not of the documented shape, is a ``bad_sinks_config`` gap and the
     built-in registry applies unchanged."""
     builtin, _ = sink_registry({})
-    for text in ("sinks: [unclosed", "sinks:\n  x: 3\n", "colour: red\n", "sinks:\n  x: [{pattern: a, mode: read}]\n"):
+    for text in (
+        "sinks: [unclosed",
+        "sinks:\n  x: 3\n",
+        "colour: red\n",
+        "sinks:\n  x: [{pattern: a, mode: read}]\n",
+    ):
         registry, gaps = sink_registry({SINKS_FILE: text})
         assert [g.reason for g in gaps] == ["bad_sinks_config"], text
         assert registry.digest == builtin.digest
@@ -52,8 +62,10 @@ def test_bad_override_is_a_gap_and_builtins_apply() -> None:
 def test_open_is_a_sink_only_when_it_writes() -> None:
     """``open`` (and ``Path.open``) count as file writes only with a writing mode literal."""
     registry, _ = sink_registry({})
-    assert registry.match("builtins.open", "w") is not None and registry.match("builtins.open", "a+") is not None
-    assert registry.match("builtins.open", "r") is None and registry.match("builtins.open", None) is None
+    assert registry.match("builtins.open", "w") is not None
+    assert registry.match("builtins.open", "a+") is not None
+    assert registry.match("builtins.open", "r") is None
+    assert registry.match("builtins.open", None) is None
 
 
 CLI = {
@@ -101,7 +113,8 @@ def test_search_is_shortest_deterministic_cycle_safe_and_capped() -> None:
     paths, extraction = _paths(GRAPH)
     assert paths["path:svc.main.a->requests.get"] == ["svc.main.a", "svc.main.left", "svc.main.shared"]
     assert paths["path:svc.main.far->requests.post"] == ["svc.main.far", "svc.main.one", "svc.main.two"]
-    assert not any(k.startswith("path:svc.main.none") for k in paths) and not extraction.gaps
+    assert not any(k.startswith("path:svc.main.none") for k in paths)
+    assert not extraction.gaps
     capped, extraction = _paths(GRAPH, "max_depth: 1\n")
     assert "path:svc.main.far->requests.post" not in capped
     assert sorted(g.reason for g in extraction.gaps) == ["depth_cap", "depth_cap"]

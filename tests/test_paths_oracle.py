@@ -74,16 +74,24 @@ def test_tier1_process_paths_oracle(kb_env: KbEnv, oracle_repo: tuple[Path, list
         assert _paths(records) == want, name
         assert _gaps(indexed.stdout) == {tuple(g) for g in expected[name]["gaps"]}, name
         for record in records:
-            assert record["logical_key"] == f"path:{record['payload']['entrypoint']}->{record['payload']['sink']}"
+            assert (
+                record["logical_key"]
+                == f"path:{record['payload']['entrypoint']}->{record['payload']['sink']}"
+            )
             assert record["payload"]["hops"] == len(record["payload"]["chain"]) - 1
 
 
-def test_grounding_spans_every_step_and_the_sink_site(kb_env: KbEnv, oracle_repo: tuple[Path, list[str]]) -> None:
+def test_grounding_spans_every_step_and_the_sink_site(
+    kb_env: KbEnv, oracle_repo: tuple[Path, list[str]]
+) -> None:
     """A path is grounded on every span along its chain — the entry point, each step (across files)
     and the function that calls the sink — and ``sink_lines`` names the sink's call sites."""
     repo, shas = oracle_repo
     assert kb_env.kb("index", repo, "--sha", shas[0]).code == 0
-    records = {r["logical_key"]: r for r in kb_env.kb("export", repo, "--sha", shas[0], "--kind", "process_path").jsonl()}
+    records = {
+        r["logical_key"]: r
+        for r in kb_env.kb("export", repo, "--sha", shas[0], "--kind", "process_path").jsonl()
+    }
     chain_path = records["path:app.main.create_order->sqlalchemy.orm.Session.add"]
     roles = sorted((g["role"], g["file"]) for g in chain_path["grounding"] if ":" not in g["role"])
     assert [r for r in roles if not r[0].startswith("entry_")] == [
@@ -94,7 +102,9 @@ def test_grounding_spans_every_step_and_the_sink_site(kb_env: KbEnv, oracle_repo
     ]
     assert ("entry_handler", "app/main.py") in roles
     direct = records["path:app.main.webhook->requests.post"]
-    own = sorted(g["role"] for g in direct["grounding"] if not g["role"].startswith(("entry_", "sink_registry:")))
+    own = sorted(
+        g["role"] for g in direct["grounding"] if not g["role"].startswith(("entry_", "sink_registry:"))
+    )
     assert own == ["entrypoint", "sink_site"]
     first_party = records["path:app.main.deep->app.ledger.write_entry"]
     assert ("sink", "app/ledger.py") in {(g["role"], g["file"]) for g in first_party["grounding"]}
@@ -104,7 +114,9 @@ def test_grounding_spans_every_step_and_the_sink_site(kb_env: KbEnv, oracle_repo
         assert where["file"] in {g["file"] for g in record["grounding"] if g["role"] == "sink_site"}
 
 
-def test_sinks_override_digest_is_identity_bearing(kb_env: KbEnv, oracle_repo: tuple[Path, list[str]]) -> None:
+def test_sinks_override_digest_is_identity_bearing(
+    kb_env: KbEnv, oracle_repo: tuple[Path, list[str]]
+) -> None:
     """The override's effect is in every path (``sinks_digest`` differs from the built-in registry's),
     and a commit that changes only ``.kb/sinks.yaml`` gives every process path a new identity while
     the call graph's artifacts keep theirs."""
@@ -118,7 +130,8 @@ def test_sinks_override_digest_is_identity_bearing(kb_env: KbEnv, oracle_repo: t
             ids[sha][kind] = {r["artifact_id"] for r in records}
             if kind == "process_path":
                 digests = {r["payload"]["sinks_digest"] for r in records}
-                assert len(digests) == 1 and digests != {sink_registry({})[0].digest}
+                assert len(digests) == 1
+                assert digests != {sink_registry({})[0].digest}
     first, second = shas
     assert ids[first]["call_edge"] == ids[second]["call_edge"]
     assert not ids[first]["process_path"] & ids[second]["process_path"]

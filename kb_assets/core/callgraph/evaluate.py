@@ -102,7 +102,7 @@ class Evaluator:
                 current = members.call(current)
         return current
 
-    def name(self, ref: ScopeRef, name: str) -> Resolved | None:
+    def name(self, ref: ScopeRef, name: str) -> Resolved | None:  # noqa: PLR0911 - one return per binding kind
         """What a bare name means in scope ``ref``."""
         table = self.scopes.names(ref)
         if table is None:
@@ -172,7 +172,7 @@ class Evaluator:
             return self.members.imported(base, attr) if base else None
         if value.startswith("with:"):
             entered = self.expr(ref, value[5:])
-            return entered if entered is not None and not type(entered.value) is Inst else None
+            return entered if entered is not None and type(entered.value) is not Inst else None
         return self.expr(ref, value)
 
     def global_name(self, module: str, name: str) -> Resolved | None:

@@ -185,15 +185,8 @@ def _site(graph: CallGraph, passings: Passings, ref: ScopeRef, caller: Def, site
         resolved = Resolved(value, resolved.forms | FORM["decorator"], resolved.via)
     options = value.options if type(value) is Either else (value,)
     for option in options:
-        _value(
-            graph,
-            passings,
-            ref,
-            caller,
-            offset,
-            extra,
-            resolved if option is value else Resolved(option, resolved.forms, resolved.via),
-        )
+        alternative = resolved if option is value else Resolved(option, resolved.forms, resolved.via)
+        _value(graph, passings, alternative, ref=ref, caller=caller, offset=offset, extra=extra)
 
 
 _NO_EXTRA: Mapping[str, JSON] = {}
@@ -218,11 +211,12 @@ def _encloses(scopes: Scopes, param: Param, ref: ScopeRef) -> bool:
 def _value(
     graph: CallGraph,
     passings: Passings,
+    resolved: Resolved,
+    *,
     ref: ScopeRef,
     caller: Def,
     offset: int,
     extra: Mapping[str, JSON],
-    resolved: Resolved,
 ) -> None:
     """Record what calling one (alternative) value of a site's callee does."""
     value, main = resolved.value, bool(extra.get("m"))

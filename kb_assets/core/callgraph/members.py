@@ -151,7 +151,7 @@ class Members:
         return found.plus(form, "assignment").through({(symbol.path, symbol.span)})
 
     # -- steps ------------------------------------------------------------------------------------
-    def attribute(self, r: Resolved, name: str) -> Resolved | None:
+    def attribute(self, r: Resolved, name: str) -> Resolved | None:  # noqa: PLR0911 - one return per value kind
         """``value.name``."""
         v = r.value
         if type(v) is Either:
@@ -202,7 +202,7 @@ class Members:
         if member.definition is not None:
             found = self.definition(member.definition, "direct")
             flag = self.ev.scopes.record(member.definition).get("flag")
-            if not type(found.value) is Fn:
+            if type(found.value) is not Fn:
                 return r.to(found.value, *extra)
             if flag == "prop" and instance:
                 return None

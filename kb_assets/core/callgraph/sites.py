@@ -52,8 +52,8 @@ def _simple_arguments(raw: bytes) -> dict[str, JSON]:
     """Arguments made only of names, numbers, ``=`` and stars, split without touching the tree."""
     positional: list[JSON] = []
     keywords: dict[str, JSON] = {}
-    for token in raw.split(b","):
-        token = token.strip()
+    for raw_token in raw.split(b","):
+        token = raw_token.strip()
         if not token:
             continue
         if token.startswith(b"*"):

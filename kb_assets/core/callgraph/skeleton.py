@@ -126,7 +126,7 @@ def _ordinals(source: ParsedSource) -> dict[int, int]:
     return found
 
 
-def _parameter(source: ParsedSource, p: Node) -> tuple[str | None, Node | None]:
+def _parameter(source: ParsedSource, p: Node) -> tuple[str | None, Node | None]:  # noqa: PLR0911 - one per node type
     """(name with ``*``/``**`` prefix, annotation node) of one parameter node."""
     if p.type == "identifier":
         return source.text(p), None
