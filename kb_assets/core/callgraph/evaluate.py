@@ -116,7 +116,7 @@ class Evaluator:
             return self.global_name(self.scopes.module(ref), name)
         if kind == NONLOCAL:
             outer = self.scopes.enclosing_function_or_module(ref)
-            return self._outer(outer, name) if outer is not None and outer.index else None
+            return self._outer(outer, name) if outer is not None and outer.scope else None
         if kind == PARAM:
             return self._param(ref, name, int(data or 0))
         if kind == DEFINED:
@@ -124,7 +124,7 @@ class Evaluator:
             form = "closure" if rec["k"] == "f" else "direct"
             return self.members.definition(ScopeRef(ref.path, int(data or 0)), form)
         if kind == BOUND:
-            values: list[str | None] = data  # type: ignore[assignment]
+            values: list[str | None] = data
             return self.agree([self.bound(ref, value) for value in values], "assignment")
         if kind == ANNOTATED:
             return self.typed(ref, str(data), "annotated")
@@ -133,7 +133,7 @@ class Evaluator:
     def _outer(self, outer: ScopeRef, name: str) -> Resolved | None:
         """A name found in an enclosing scope: that scope's span is read too (not the module's)."""
         found = self.name(outer, name)
-        return found.through({self.scopes.span(outer)}) if found is not None and outer.index else found
+        return found.through({self.scopes.span(outer)}) if found is not None and outer.scope else found
 
     def _param(self, ref: ScopeRef, name: str, position: int) -> Resolved | None:
         rec = self.scopes.record(ref)
@@ -146,7 +146,7 @@ class Evaluator:
         if annotation is not None and not str(rec["params"][position]).startswith("*"):
             outer = self.scopes.parent(ref) or ScopeRef(ref.path, 0)
             return self.typed(outer, str(annotation), "annotated")
-        return Resolved(Param(ref.path, ref.index, name))
+        return Resolved(Param(ref.path, ref.scope, name))
 
     def typed(self, ref: ScopeRef, annotation: str, form: str) -> Resolved | None:
         """An instance of the class an annotation names."""

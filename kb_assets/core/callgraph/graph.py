@@ -167,18 +167,18 @@ def _build(program: Program) -> CallGraph:
 
 
 def _site(graph: CallGraph, passings: Passings, ref: ScopeRef, caller: Def, site: list[JSON]) -> None:
-    extra: Mapping[str, JSON] = site[2] if len(site) > 2 else _NO_EXTRA  # type: ignore[assignment]
-    resolved = graph.evaluator.expr(ref, site[0])  # type: ignore[arg-type]
+    extra: Mapping[str, JSON] = site[2] if len(site) > 2 else _NO_EXTRA
+    resolved = graph.evaluator.expr(ref, site[0])
     stats = graph.stats
     stats["sites"] += 1
     if resolved is None:
         stats["unresolved"] += 1
         return
     value = resolved.value
-    offset: int = site[1]  # type: ignore[assignment]
+    offset: int = site[1]
     if type(value) is Ext:
         stats["external"] += 1
-        ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), bool(extra.get("m")))  # type: ignore[arg-type]
+        ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), bool(extra.get("m")))
         graph.externals.setdefault(caller.dotted, []).append(ext)
         return
     if "d" in extra:
@@ -202,7 +202,7 @@ def _encloses(scopes: Scopes, param: Param, ref: ScopeRef) -> bool:
         return False
     current: ScopeRef | None = ref
     while current is not None:
-        if current.index == param.scope:
+        if current.scope == param.scope:
             return True
         current = scopes.parent(current)
     return False
@@ -222,7 +222,7 @@ def _value(
     value, main = resolved.value, bool(extra.get("m"))
     if type(value) is Ext:
         graph.stats["external"] += 1
-        ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), main)  # type: ignore[arg-type]
+        ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), main)
         graph.externals.setdefault(caller.dotted, []).append(ext)
         return
     if type(value) is Param:

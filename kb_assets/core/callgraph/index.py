@@ -31,7 +31,7 @@ class ScopeRef(NamedTuple):
     """One scope of one file (a named tuple: it is part of every memo key)."""
 
     path: str
-    index: int
+    scope: int
 
 
 class Scopes:
@@ -59,7 +59,7 @@ class Scopes:
 
     def record(self, ref: ScopeRef) -> Mapping[str, JSON]:
         """The facts record of a scope."""
-        return self.records[ref.path][ref.index]
+        return self.records[ref.path][ref.scope]
 
     def module(self, ref: ScopeRef) -> str:
         """The dotted module the scope's file defines."""
@@ -78,7 +78,7 @@ class Scopes:
         span = int(rec["s"])
         module = source.module or ""
         dotted = module if span == 0 else f"{module}.{source.spans[span].fq_symbol_path}"
-        return Def(dotted, ref.path, span, _KINDS[str(rec["k"])], ref.index)
+        return Def(dotted, ref.path, span, _KINDS[str(rec["k"])], ref.scope)
 
     def span(self, ref: ScopeRef) -> tuple[str, int]:
         """(path, span ordinal) of the definition a scope belongs to."""

@@ -306,7 +306,7 @@ class Members:
             if parent is not None and ref is not None:
                 for site in self.ev.scopes.record(parent).get("calls", []):
                     extra = site[2] if len(site) > 2 else {}
-                    if extra.get("d") and extra.get("a") == [f"#{ref.index}"]:
+                    if extra.get("d") and extra.get("a") == [f"#{ref.scope}"]:
                         word = str(site[0]).rstrip("()").rsplit(".", 1)[-1]
                         self._tasks[d] = self._tasks[d] or word in ("task", "shared_task")
         return self._tasks[d]

@@ -104,7 +104,7 @@ def _cli(program: Program, graph: CallGraph) -> list[EntryPoint]:
     out: list[EntryPoint] = []
     for ref in ev.scopes.refs():
         rec = ev.scopes.record(ref)
-        if ref.index == 0:
+        if ref.scope == 0:
             module = ev.scopes.module(ref)
             if module == "__main__" or module.endswith(".__main__"):
                 out.append(EntryPoint(module, "cli", ("__main__",)))
