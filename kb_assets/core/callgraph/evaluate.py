@@ -58,6 +58,10 @@ class Evaluator:
         self._active: set[tuple[ScopeRef, str]] = set()
         self._globals: dict[tuple[str, str], object] = {}
 
+    def release(self) -> None:
+        """Drop the per-expression memo (one entry per call site; refilled on demand)."""
+        self._memo.clear()
+
     def expr(self, ref: ScopeRef, expr: str) -> Resolved | None:
         """What the expression string ``expr`` is, evaluated in scope ``ref``."""
         key = (ref, expr)

@@ -160,6 +160,7 @@ def _build(program: Program) -> CallGraph:
         for site in scopes.record(ref).get("calls", []):
             _site(graph, passings, ref, caller, site)
     passings.resolve(graph)
+    ev.release()
     for path in sorted(scopes.files):
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))
