@@ -209,3 +209,34 @@ def test_resolution_is_deterministic() -> None:
     }
     program = program_from_files(files)
     assert CallsExtractor().resolve(program) == CallsExtractor().resolve(program)
+
+
+def test_a_parameter_is_only_called_where_it_is_bound() -> None:
+    """A parameter called in its own function (or a closure) calls what callers pass in; one that
+    escapes — returned by a registration helper, then called by the module — holds whatever that
+    one call passed, so no argument of any other call may become the module's callee. A class handed
+    to its decorator is not called by the decorator's wrapper either."""
+    edges = _edges(
+        {
+            "m.py": "def tag(name=None, fn=None):\n"
+            "    if fn is None:\n"
+            "        def dec(f):\n            return tag(name, f)\n"
+            "        return dec\n"
+            "    return fn\n"
+            "def other(): pass\n"
+            "tag('y', other)\n"
+            "@tag('x')\n"
+            "def handler(): pass\n"
+            "def wraps(func):\n"
+            "    def inner(*a):\n        return func(*a)\n"
+            "    return inner\n"
+            "@wraps\n"
+            "class Decorated: pass\n"
+            "@wraps\n"
+            "def view(): pass\n"
+        }
+    )
+    assert ("m", "m.other") not in edges
+    assert ("m", "m.handler") not in edges
+    assert ("m.wraps.inner", "m.view") in edges
+    assert ("m.wraps.inner", "m.Decorated") not in edges
