@@ -22,7 +22,7 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
     @dg.asset(
         name=extractor.asset_name,
         partitions_def=commits,
-        deps=["code_spans"],
+        deps=["code_spans", *_upstream(extractor)],
         group_name="knowledge",
         code_version=extractor.version,
         description=extractor.description,
@@ -45,6 +45,12 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         )
 
     return _asset
+
+
+def _upstream(extractor: Extractor) -> list[str]:
+    """Registered assets an extractor reads the output of (its optional ``upstream``)."""
+    registered = {ex.asset_name for ex in EXTRACTORS}
+    return [name for name in getattr(extractor, "upstream", ()) if name in registered]
 
 
 extractor_assets: list[dg.AssetsDefinition] = [extractor_asset(ex) for ex in EXTRACTORS]

@@ -7,10 +7,13 @@ knowledge, whether its facts were freshly parsed or reused from earlier commits.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kb_assets.core.models import JSON, Grounding, Span
 from kb_assets.core.modules import ModuleMap
+
+CONFIG_FILES: tuple[str, ...] = (".kb/sinks.yaml",)
+"""Non-Python files of a commit that extractors read (``Program.config``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,8 @@ class Program:
     sha: str
     files: Mapping[str, SourceFile]
     module_map: ModuleMap
+    config: Mapping[str, JSON] = field(default_factory=dict)
+    """Text of the commit's ``CONFIG_FILES`` that exist, by path (e.g. ``.kb/sinks.yaml``)."""
 
     def by_module(self, module: str) -> SourceFile | None:
         """The parsed file that defines ``module``, if it is first-party and parsed."""

@@ -14,9 +14,10 @@ from kb_assets.core.blobs import decode_facts
 from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.models import JSON, Span
 from kb_assets.core.modules import map_modules
-from kb_assets.core.program import Program, SourceFile
+from kb_assets.core.program import CONFIG_FILES, Program, SourceFile
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.parse import READABLE, ensure_parsed
+from kb_resources.git.files import read_path
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
 
@@ -44,7 +45,9 @@ def load_program(repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits
         sources[f.path] = SourceFile(
             path=f.path, blob_id=f.blob_id, module=f.module, is_package=f.is_package, spans=spans, facts=facts
         )
-    program = Program(sha=sha, files=sources, module_map=map_modules(f.path for f in files))
+    program = Program(
+        sha=sha, files=sources, module_map=map_modules(f.path for f in files), config=load_config(repo, sha)
+    )
     _last = (key, program)
     return program
 
@@ -67,6 +70,16 @@ def _load_blobs(
     loaded = {b: known[b] if b in known else fresh[b] for b in blob_ids}
     _blobs = (scope, loaded)
     return loaded
+
+
+def load_config(repo: GitRepo, sha: str) -> dict[str, JSON]:
+    """The text of each of the commit's ``CONFIG_FILES`` that exists (undecodable bytes replaced)."""
+    found: dict[str, JSON] = {}
+    for path in CONFIG_FILES:
+        data = read_path(repo, sha, path)
+        if data is not None:
+            found[path] = data.decode("utf-8", "replace")
+    return found
 
 
 def forget_programs() -> None:

@@ -11,9 +11,11 @@ import hashlib
 
 from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Collector, Extractor
+from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.extractors.entities import EntitiesExtractor
 from kb_assets.core.extractors.event_handlers import EventHandlersExtractor
 from kb_assets.core.extractors.imports import ImportsExtractor
+from kb_assets.core.extractors.process_paths import ProcessPathsExtractor
 from kb_assets.core.extractors.public_api import PublicApiExtractor
 from kb_assets.core.ids import NORMALIZATION_VERSION
 from kb_assets.core.symbols.collect import SymbolsCollector
@@ -24,6 +26,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ApiRoutesExtractor(),
     EventHandlersExtractor(),
     EntitiesExtractor(),
+    CallsExtractor(),
+    ProcessPathsExtractor(),
 )
 
 COLLECTORS: tuple[Collector, ...] = (SymbolsCollector(),)

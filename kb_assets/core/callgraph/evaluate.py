@@ -1,0 +1,223 @@
+"""Evaluating names and expression strings in a scope, statically and conservatively.
+
+Names follow Python's rules: the scope's own bindings (parameters, nested definitions, simple
+assignments, local imports; a name bound in any other way is unknown), then enclosing *function*
+scopes (class bodies are skipped, as in Python), then the module through the symbol table, then
+builtins. A name whose bindings disagree is unknown. The first parameter of a method is an instance
+of its class (the class itself in a classmethod); an annotated parameter is an instance of its
+annotation. Attribute and call steps are ``members.Members``'. Everything is memoized per program
+and cycle-safe (a binding that depends on itself is unknown).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+
+from kb_assets.core.callgraph.exprs import segments
+from kb_assets.core.callgraph.hierarchy import Hierarchy
+from kb_assets.core.callgraph.index import (
+    ANNOTATED,
+    BOUND,
+    DEFINED,
+    GLOBAL,
+    NONLOCAL,
+    PARAM,
+    ScopeRef,
+    Scopes,
+)
+from kb_assets.core.callgraph.members import Members
+from kb_assets.core.callgraph.values import (
+    FORM,
+    NO_SPANS,
+    Cls,
+    Ext,
+    Fn,
+    Inst,
+    Param,
+    Resolved,
+    Super,
+    either,
+    union_spans,
+)
+from kb_assets.core.symbols.facts import absolute_module
+from kb_assets.core.symbols.table import SymbolTable
+
+_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
+_UNSET = object()
+
+
+class Evaluator:
+    """Name and expression evaluation over one program's call facts and symbol table."""
+
+    def __init__(self, scopes: Scopes, table: SymbolTable) -> None:
+        self.scopes, self.table = scopes, table
+        self.hierarchy = Hierarchy(scopes, self.expr)
+        self.members = Members(self)
+        self._memo: dict[tuple[ScopeRef, str], Resolved | None] = {}
+        self._active: set[tuple[ScopeRef, str]] = set()
+        self._globals: dict[tuple[str, str], object] = {}
+
+    def release(self) -> None:
+        """Drop the per-expression memo (one entry per call site; refilled on demand)."""
+        self._memo.clear()
+
+    def expr(self, ref: ScopeRef, expr: str) -> Resolved | None:
+        """What the expression string ``expr`` is, evaluated in scope ``ref``."""
+        key = (ref, expr)
+        found = self._memo.get(key, _UNSET)
+        if found is not _UNSET:
+            return found  # type: ignore[return-value]
+        if key in self._active:
+            return None
+        self._active.add(key)
+        try:
+            result = self._expr(ref, expr)
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def _expr(self, ref: ScopeRef, expr: str) -> Resolved | None:
+        parts = segments(expr)
+        head, calls = parts[0]
+        if head == "super" and calls:
+            return self.apply(self._super(ref), calls - 1, parts[1:])
+        if len(parts) == 1 and calls == 0:
+            return self.name(ref, head)
+        return self.apply(self.expr(ref, head), calls, parts[1:])
+
+    def apply(
+        self, current: Resolved | None, calls: int, steps: Sequence[tuple[str, int]]
+    ) -> Resolved | None:
+        """Call the value ``calls`` times, then follow ``(attribute, calls)`` steps."""
+        members = self.members
+        for _ in range(calls):
+            if current is None:
+                return None
+            current = members.call(current)
+        for name, times in steps:
+            if current is None:
+                return None
+            current = members.attribute(current, name)
+            for _ in range(times):
+                if current is None:
+                    return None
+                current = members.call(current)
+        return current
+
+    def name(self, ref: ScopeRef, name: str) -> Resolved | None:  # noqa: PLR0911 - one return per binding kind
+        """What a bare name means in scope ``ref``."""
+        table = self.scopes.names(ref)
+        if table is None:
+            return self.global_name(self.scopes.module(ref), name)
+        entry = table.get(name)
+        if entry is None:
+            outer = self.scopes.enclosing_function_or_module(ref)
+            return self._outer(outer, name) if outer is not None else None
+        kind, data = entry
+        if kind == GLOBAL:
+            return self.global_name(self.scopes.module(ref), name)
+        if kind == NONLOCAL:
+            outer = self.scopes.enclosing_function_or_module(ref)
+            return self._outer(outer, name) if outer is not None and outer.scope else None
+        if kind == PARAM:
+            return self._param(ref, name, int(data or 0))
+        if kind == DEFINED:
+            rec = self.scopes.record(ref)
+            form = "closure" if rec["k"] == "f" else "direct"
+            return self.members.definition(ScopeRef(ref.path, int(data or 0)), form)
+        if kind == BOUND:
+            values: list[str | None] = data
+            return self.agree([self.bound(ref, value) for value in values], "assignment")
+        if kind == ANNOTATED:
+            return self.typed(ref, str(data), "annotated")
+        return None
+
+    def _outer(self, outer: ScopeRef, name: str) -> Resolved | None:
+        """A name found in an enclosing scope: that scope's span is read too (not the module's)."""
+        found = self.name(outer, name)
+        return found.through({self.scopes.span(outer)}) if found is not None and outer.scope else found
+
+    def _param(self, ref: ScopeRef, name: str, position: int) -> Resolved | None:
+        rec = self.scopes.record(ref)
+        owner = self.scopes.class_of_method(ref)
+        flag = rec.get("flag")
+        if owner is not None and position == 0 and flag != "sm":
+            cls = self.scopes.defn(owner)
+            return Resolved(Cls(cls) if flag == "cm" else Inst(cls), FORM["self_method"])
+        annotation = rec.get("ann", {}).get(name)
+        if annotation is not None and not str(rec["params"][position]).startswith("*"):
+            outer = self.scopes.parent(ref) or ScopeRef(ref.path, 0)
+            return self.typed(outer, str(annotation), "annotated")
+        return Resolved(Param(ref.path, ref.scope, name))
+
+    def typed(self, ref: ScopeRef, annotation: str, form: str) -> Resolved | None:
+        """An instance of the class an annotation names."""
+        found = self.expr(ref, annotation)
+        if found is None:
+            return None
+        if type(found.value) is Cls:
+            return found.to(Inst(found.value.defn), form)
+        if type(found.value) is Ext and not found.value.name.startswith("builtins."):
+            return found.to(self.members.external_instance(found.value.name), form)
+        return None
+
+    def bound(self, ref: ScopeRef, value: str | None) -> Resolved | None:
+        """What one recorded binding (expression, ``import:``, ``from:``, ``with:``) binds."""
+        if value is None:
+            return None
+        if value.startswith("import:"):
+            return self.members.module(value[7:], "import")
+        if value.startswith("from:"):
+            _, written, attr = value.split(":", 2)
+            source = self.scopes.files[ref.path]
+            base = absolute_module(source.module or "", source.is_package, written)
+            return self.members.imported(base, attr) if base else None
+        if value.startswith("with:"):
+            entered = self.expr(ref, value[5:])
+            return entered if entered is not None and type(entered.value) is not Inst else None
+        return self.expr(ref, value)
+
+    def global_name(self, module: str, name: str) -> Resolved | None:
+        """A module-level name, through the symbol table (builtins when nothing binds it); memoized,
+        as every function of a module looks up the same few globals."""
+        key = (module, name)
+        found = self._globals.get(key, _UNSET)
+        if found is _UNSET:
+            found = self._globals[key] = self._global_name(module, name)
+        return found  # type: ignore[return-value]
+
+    def _global_name(self, module: str, name: str) -> Resolved | None:
+        symbol = self.table.lookup(module, name)
+        if symbol is None:
+            bound = self.table.namespaces.get(module).get(name) is not None
+            return Resolved(Ext(f"builtins.{name}")) if name in _BUILTINS and not bound else None
+        return self.members.symbol(symbol, "import" if symbol.chain else "direct")
+
+    def agree(self, found: list[Resolved | None], form: str) -> Resolved | None:
+        """The value of several bindings: their common value, or ``Either`` of them (None when any is
+        unknown)."""
+        if not found or any(f is None for f in found):
+            return None
+        value = either([f.value for f in found if f is not None])
+        if value is None:
+            return None
+        forms, via = FORM[form], NO_SPANS
+        for f in found:
+            if f is not None:
+                forms |= f.forms
+                via = union_spans(via, f.via)
+        return Resolved(value, forms, via)
+
+    def _super(self, ref: ScopeRef) -> Resolved | None:
+        """``super()`` in a method of class C."""
+        owner = self.scopes.class_of_method(ref)
+        if owner is None:
+            return None
+        flag = self.scopes.record(ref).get("flag")
+        return Resolved(Super(self.scopes.defn(owner), instance=flag not in ("cm", "sm")), FORM["super"])
+
+    def function_value(self, fn: Fn) -> ScopeRef | None:
+        """The scope of a first-party function value."""
+        return ScopeRef(fn.defn.path, fn.defn.scope) if fn.defn.scope is not None else None

@@ -1,0 +1,241 @@
+"""The commit's call graph: every call site resolved to first-party callees or external names.
+
+``call_graph(program)`` (memoized on the last program, like the symbol table) evaluates each
+site's callee in its scope and keeps:
+
+* ``edges`` — (caller, callee) dotted pairs with their forms, call sites (caller span + line
+  offset) and callee spans. Calling a class is an edge to the class (``instantiation``) and to the
+  ``__init__`` it runs (``init``), when first-party. A decorator is called by the scope that runs
+  the definition (``decorator``). A function passed as an argument is called by the function that
+  calls its parameter (``passed_function``: ``run(cb)`` with ``def run(f): f()`` is ``run → cb``);
+  arguments are matched to parameters by position and keyword, one level deep.
+* ``externals`` — per caller, every call resolved outside the repository (process-path sinks).
+* ``gaps`` — ``getattr(...)()``, ``eval`` and ``exec`` calls (``dynamic_call``), and ``stats``.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from kb_assets.core.callgraph.evaluate import Evaluator
+from kb_assets.core.callgraph.index import ScopeRef, Scopes
+from kb_assets.core.callgraph.passing import Passings
+from kb_assets.core.callgraph.targets import Target, targets
+from kb_assets.core.callgraph.values import (
+    FORM,
+    NO_FORMS,
+    NO_SPANS,
+    Def,
+    Either,
+    Ext,
+    Forms,
+    Param,
+    Resolved,
+    Span,
+    union_spans,
+)
+from kb_assets.core.models import JSON, Gap
+from kb_assets.core.program import Program
+from kb_assets.core.symbols.table import symbol_table
+
+GAP_SOURCE = "calls"
+
+
+class Edge:
+    """Everything known about one (caller, callee) pair, kept compact: one of these exists per edge
+    of the commit, so it holds a forms mask, a list of sites and one shared span set."""
+
+    __slots__ = ("callee", "callee_spans", "caller", "forms", "main", "sites", "via")
+
+    def __init__(self, caller: Def, callee: Def) -> None:
+        self.caller, self.callee = caller, callee
+        self.callee_spans: tuple[Span, ...] = ((callee.path, callee.span),)
+        """The callee's definition spans (more than one when a name is defined twice)."""
+        self.forms: Forms = NO_FORMS
+        self.sites: list[tuple[str, int, int]] = []
+        """(caller path, caller span, line offset from the caller span's first line); may repeat."""
+        self.main = False
+        """Some site lies under ``if __name__ == "__main__":``."""
+        self.via: frozenset[Span] = NO_SPANS
+        """Other spans the resolution read (import statements, assignments, base classes, ...)."""
+
+    @property
+    def caller_spans(self) -> set[tuple[str, int]]:
+        """The caller's spans that hold a site (one, unless a name is defined twice)."""
+        return {(path, span) for path, span, _ in self.sites}
+
+
+class ExternalSite(NamedTuple):
+    """A call that leaves the repository: the external dotted name and where it is called."""
+
+    name: str
+    path: str
+    span: int
+    offset: int
+    mode: str | None = None
+    main: bool = False
+
+
+@dataclass(slots=True)
+class CallGraph:
+    """The resolved call graph of one program."""
+
+    evaluator: Evaluator
+    """What resolved the graph (entry-point detection evaluates decorators with it)."""
+    edges: dict[tuple[str, str], Edge] = field(default_factory=dict)
+    externals: dict[str, list[ExternalSite]] = field(default_factory=dict)
+    nodes: dict[str, Def] = field(default_factory=dict)
+    gaps: list[Gap] = field(default_factory=list)
+    stats: Counter[str] = field(default_factory=Counter)
+    _out: dict[str, list[Edge]] | None = None
+
+    def add_edge(self, caller: Def, target: Target, site: tuple[str, int, int], main: bool) -> None:
+        """Record one resolved call site of ``caller`` (at ``site``: path, span, line offset)."""
+        callee, forms, _, via = target
+        key = (caller.dotted, callee.dotted)
+        edge = self.edges.get(key)
+        if edge is None:
+            edge = self.edges[key] = Edge(caller, callee)
+            self.nodes.setdefault(caller.dotted, caller)
+            self.nodes.setdefault(callee.dotted, callee)
+        if callee is not edge.callee and (callee.path, callee.span) not in edge.callee_spans:
+            edge.callee_spans += ((callee.path, callee.span),)
+        edge.forms |= forms
+        edge.via = union_spans(edge.via, via)
+        edge.sites.append(site)
+        edge.main = edge.main or main
+
+    def callees(self, caller: str) -> list[Edge]:
+        """Outgoing edges of a node, in callee order (indexed on first use)."""
+        if self._out is None:
+            self._out = {}
+            for key in sorted(self.edges):
+                self._out.setdefault(key[0], []).append(self.edges[key])
+        return self._out.get(caller, [])
+
+
+_last: tuple[Program, CallGraph] | None = None
+
+
+def call_graph(program: Program) -> CallGraph:
+    """The program's call graph, built once and shared by the extractors that need it."""
+    global _last  # noqa: PLW0603 - a one-entry memo, like the symbol table's
+    if _last is None or _last[0] is not program:
+        _last = (program, build(program))
+    return _last[1]
+
+
+def build(program: Program) -> CallGraph:
+    """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``)."""
+    with paused_gc():
+        return _build(program)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: resolution allocates hundreds of thousands of small,
+    acyclic objects next to the program's facts, and each full collection would walk them all."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(program: Program) -> CallGraph:
+    scopes = Scopes(program)
+    ev = Evaluator(scopes, symbol_table(program))
+    graph = CallGraph(evaluator=ev)
+    passings = Passings(ev)
+    for ref in scopes.refs():
+        caller = scopes.defn(ref)
+        graph.nodes.setdefault(caller.dotted, caller)
+        for site in scopes.record(ref).get("calls", []):
+            _site(graph, passings, ref, caller, site)
+    passings.resolve(graph)
+    ev.release()
+    for path in sorted(scopes.files):
+        for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
+            graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))
+    return graph
+
+
+def _site(graph: CallGraph, passings: Passings, ref: ScopeRef, caller: Def, site: list[JSON]) -> None:
+    extra: Mapping[str, JSON] = site[2] if len(site) > 2 else _NO_EXTRA
+    resolved = graph.evaluator.expr(ref, site[0])
+    stats = graph.stats
+    stats["sites"] += 1
+    if resolved is None:
+        stats["unresolved"] += 1
+        return
+    value = resolved.value
+    offset: int = site[1]
+    if type(value) is Ext:
+        stats["external"] += 1
+        ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), bool(extra.get("m")))
+        graph.externals.setdefault(caller.dotted, []).append(ext)
+        return
+    if "d" in extra:
+        resolved = Resolved(value, resolved.forms | FORM["decorator"], resolved.via)
+    options = value.options if type(value) is Either else (value,)
+    for option in options:
+        alternative = resolved if option is value else Resolved(option, resolved.forms, resolved.via)
+        _value(graph, passings, alternative, ref=ref, caller=caller, offset=offset, extra=extra)
+
+
+_NO_EXTRA: Mapping[str, JSON] = {}
+
+
+def _encloses(scopes: Scopes, param: Param, ref: ScopeRef) -> bool:
+    """Whether a parameter is called inside its own function (or a function nested in it).
+
+    Anywhere else — a parameter returned (``return func``) or stored (``self.f = f``) and called
+    later — which argument it holds depends on the call that produced it, and the union of every
+    argument ever passed would be a made-up edge for most of them: no edge (precision first)."""
+    if param.path != ref.path:
+        return False
+    current: ScopeRef | None = ref
+    while current is not None:
+        if current.scope == param.scope:
+            return True
+        current = scopes.parent(current)
+    return False
+
+
+def _value(
+    graph: CallGraph,
+    passings: Passings,
+    resolved: Resolved,
+    *,
+    ref: ScopeRef,
+    caller: Def,
+    offset: int,
+    extra: Mapping[str, JSON],
+) -> None:
+    """Record what calling one (alternative) value of a site's callee does."""
+    value, main = resolved.value, bool(extra.get("m"))
+    if type(value) is Ext:
+        graph.stats["external"] += 1
+        ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), main)
+        graph.externals.setdefault(caller.dotted, []).append(ext)
+        return
+    if type(value) is Param:
+        if _encloses(graph.evaluator.scopes, value, ref):
+            graph.stats["parameter"] += 1
+            passings.parameter_call(value, caller, offset, main)
+        else:
+            graph.stats["unresolved"] += 1
+        return
+    found = targets(graph.evaluator, resolved)
+    graph.stats["first_party" if found else "unresolved"] += 1
+    for target in found:
+        graph.add_edge(caller, target, (ref.path, caller.span, offset), main)
+        if "a" in extra or "k" in extra:
+            passings.argument(target, extra, ref)

@@ -1,0 +1,104 @@
+"""Functions passed as arguments: who ends up calling them.
+
+Two halves are gathered while every site is resolved: *parameter calls* (a function calls one of
+its parameters, or a closure calls an enclosing function's parameter — ``def run(f): f()``) and
+*arguments* (a resolved first-party call passes a name into a parameter — ``run(helper)``, and a
+decorator passes the decorated definition). Where the two meet, the function that calls the
+parameter calls the argument: an edge ``run → helper`` on the parameter call's lines, form
+``passed_function``. A parameter forwarded into another call (``def later(cb): run(cb)``) is followed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from kb_assets.core.callgraph.index import ScopeRef
+from kb_assets.core.callgraph.targets import Target, targets
+from kb_assets.core.callgraph.values import FORM, Cls, Def, Param, Resolved, Span
+from kb_assets.core.models import JSON
+
+if TYPE_CHECKING:
+    from kb_assets.core.callgraph.evaluate import Evaluator
+    from kb_assets.core.callgraph.graph import CallGraph
+
+_Key = tuple[str, int, str]
+"""(path, scope index of the function, parameter name)."""
+
+_DROPPED = FORM["direct"] | FORM["closure"]
+
+
+class Passings:
+    """Parameter calls and arguments of one program, matched after every site is resolved."""
+
+    def __init__(self, ev: Evaluator) -> None:
+        self.ev = ev
+        self.calls: dict[_Key, list[tuple[Def, int, bool]]] = {}
+        self.arguments: dict[_Key, list[tuple[ScopeRef, str, frozenset[Span]]]] = {}
+
+    def parameter_call(self, param: Param, caller: Def, offset: int, main: bool) -> None:
+        """``caller`` calls parameter ``param`` at line offset ``offset`` of its span."""
+        self.calls.setdefault((param.path, param.scope, param.name), []).append((caller, offset, main))
+
+    def argument(self, target: Target, extra: Mapping[str, JSON], ref: ScopeRef) -> None:
+        """A call from scope ``ref`` that runs ``target`` passes the name arguments in ``extra``."""
+        callee, _, shift, via = target
+        if callee.scope is None or callee.kind != "function":
+            return
+        params = [
+            str(p) for p in self.ev.scopes.record(ScopeRef(callee.path, callee.scope)).get("params", [])
+        ]
+        positional = params[: next((i for i, p in enumerate(params) if p.startswith("*")), len(params))]
+        read = via | {self.ev.scopes.span(ref)}
+        for i, arg in enumerate(extra.get("a", [])):
+            if arg is not None and i + shift < len(positional):
+                self._add((callee.path, callee.scope, positional[i + shift]), ref, str(arg), read)
+        for name, arg in sorted(extra.get("k", {}).items()):
+            if name in params:
+                self._add((callee.path, callee.scope, name), ref, str(arg), read)
+
+    def _add(self, key: _Key, ref: ScopeRef, arg: str, via: frozenset[Span]) -> None:
+        self.arguments.setdefault(key, []).append((ref, arg, via))
+
+    def resolve(self, graph: CallGraph) -> None:
+        """Add an edge from each parameter call to each function passed into that parameter,
+        following parameters forwarded as arguments into further calls (cycle-safe)."""
+        passed: dict[_Key, list[Resolved]] = {}
+        forwards: dict[_Key, list[_Key]] = {}
+        for key in sorted(self.arguments):
+            for ref, arg, via in self.arguments[key]:
+                value = self._value(ref, arg)
+                if value is not None and type(value.value) is Param:
+                    source = (value.value.path, value.value.scope, value.value.name)
+                    forwards.setdefault(source, []).append(key)
+                elif value is not None:
+                    passed.setdefault(key, []).append(value.through(via))
+        for key in sorted(passed):
+            for reached in _closure(key, forwards):
+                for caller, offset, main in self.calls.get(reached, []):
+                    for value in passed[key]:
+                        for callee, forms, shift, via in targets(self.ev, value):
+                            kept = (forms & ~_DROPPED) | FORM["passed_function"]
+                            site = (caller.path, caller.span, offset)
+                            graph.add_edge(caller, (callee, kept, shift, via), site, main)
+
+    def _value(self, ref: ScopeRef, arg: str) -> Resolved | None:
+        """An argument's value (``#n``: the definition of scope n, passed by a decorator)."""
+        if arg.startswith("#"):
+            # A decorated class is not called by what decorates it (class decorators return or
+            # register it; a decorator that also accepts functions only calls those).
+            found = self.ev.members.definition(ScopeRef(ref.path, int(arg[1:])), "direct")
+            return found if type(found.value) is not Cls else None
+        return self.ev.expr(ref, arg)
+
+
+def _closure(start: _Key, forwards: Mapping[_Key, list[_Key]]) -> list[_Key]:
+    """``start`` and every parameter it is forwarded into, transitively, in a stable order."""
+    seen = [start]
+    stack = [start]
+    while stack:
+        for nxt in sorted(forwards.get(stack.pop(), [])):
+            if nxt not in seen:
+                seen.append(nxt)
+                stack.append(nxt)
+    return seen
