@@ -51,7 +51,22 @@ def open_instance(settings: Settings, store: Store) -> dg.DagsterInstance:
     ensure_dagster_home(settings.dagster_home)
     os.environ.update(dagster_environment(settings, store))
     instance = dg.DagsterInstance.from_config(str(settings.dagster_home))
-    # dagster-postgres opens a fresh connection for every storage call by default (hundreds per
-    # run); one pooled connection per storage, as the webserver uses, removes that per-run cost.
-    instance.optimize_for_webserver(statement_timeout=0, pool_recycle=3600, max_overflow=4)
+    _pool_connections(instance)
     return instance
+
+
+def _pool_connections(instance: dg.DagsterInstance) -> None:
+    """Keep one pooled, pre-pinged connection per Dagster storage instead of one per call.
+
+    dagster-postgres opens a fresh connection for every storage call by default (hundreds per run).
+    ``optimize_for_webserver`` pools them as the webserver does; pre-ping (checked on checkout, one
+    round trip) keeps a server restart during a run from breaking the next event write, which a
+    fresh connection per call would have survived. Storages that are not the SQLAlchemy-backed
+    ones this knows keep Dagster's default.
+    """
+    storages = (instance.run_storage, instance.event_log_storage, instance.schedule_storage)
+    if not all(hasattr(getattr(s, "_engine", None), "pool") for s in storages):
+        return
+    instance.optimize_for_webserver(statement_timeout=0, pool_recycle=3600, max_overflow=4)
+    for storage in storages:
+        storage._engine.pool._pre_ping = True  # type: ignore[union-attr]
