@@ -80,3 +80,20 @@ def index_job() -> dg.UnresolvedAssetJobDefinition:
 def verify_job() -> dg.UnresolvedAssetJobDefinition:
     """The one verify job object."""
     return _VERIFY
+
+
+EMBED_JOB = "embed_commit"
+EMBED_ASSETS = ("artifact_embeddings", "rag_chunks")
+"""The model-backed assets of a commit (``kb embed``; ``--rag`` adds the second); never indexed."""
+
+_EMBED = dg.define_asset_job(
+    EMBED_JOB,
+    selection=dg.AssetSelection.assets(*EMBED_ASSETS),
+    description="Embed one indexed commit: a vector per knowledge unit, and the RAG baseline's chunks.",
+    executor_def=dg.in_process_executor,
+)
+
+
+def embed_job() -> dg.UnresolvedAssetJobDefinition:
+    """The one embed job object."""
+    return _EMBED

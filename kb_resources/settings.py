@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import platformdirs
@@ -28,8 +28,20 @@ class Settings:
     parse_timeout_s: float = DEFAULT_PARSE_TIMEOUT_S
     workers: int = 0
     embed_provider: str = "local"
+    embed_model: str | None = None
+    embed_batch_size: int = 64
+    embed_api_key: str | None = field(default=None, repr=False)
+    embed_base_url: str | None = None
     llm_provider: str = "anthropic"
     llm_model: str | None = None
+    llm_concurrency: int = 4
+    llm_max_tokens: int = 1024
+    llm_max_retries: int = 5
+    llm_timeout_s: float = 120.0
+    llm_price: str | None = None
+    llm_stub: str = ""
+    github_api_url: str = "https://api.github.com"
+    github_token: str | None = field(default=None, repr=False, compare=False)
     repo: str | None = None
     watch_branches: tuple[str, ...] = ()
     max_catchup: int = 50
@@ -54,8 +66,20 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         parse_timeout_s=float(env.get("KB_PARSE_TIMEOUT") or DEFAULT_PARSE_TIMEOUT_S),
         workers=int(env.get("KB_WORKERS") or 0),
         embed_provider=env.get("KB_EMBED_PROVIDER") or "local",
+        embed_model=env.get("KB_EMBED_MODEL") or None,
+        embed_batch_size=int(env.get("KB_EMBED_BATCH") or 64),
+        embed_api_key=env.get("KB_EMBED_API_KEY") or env.get("OPENAI_API_KEY") or None,
+        embed_base_url=env.get("KB_EMBED_BASE_URL") or env.get("OPENAI_BASE_URL") or None,
         llm_provider=env.get("KB_LLM_PROVIDER") or "anthropic",
         llm_model=env.get("KB_LLM_MODEL") or None,
+        llm_concurrency=int(env.get("KB_LLM_CONCURRENCY") or 4),
+        llm_max_tokens=int(env.get("KB_LLM_MAX_TOKENS") or 1024),
+        llm_max_retries=int(env.get("KB_LLM_MAX_RETRIES") or 5),
+        llm_timeout_s=float(env.get("KB_LLM_TIMEOUT") or 120.0),
+        llm_price=env.get("KB_LLM_PRICE") or None,
+        llm_stub=env.get("KB_LLM_STUB") or "",
+        github_api_url=env.get("KB_GITHUB_API_URL") or "https://api.github.com",
+        github_token=env.get("GITHUB_TOKEN") or None,
         repo=env.get("KB_REPO") or None,
         watch_branches=tuple(b for b in (env.get("KB_WATCH_BRANCHES") or "").split(",") if b),
         max_catchup=int(env.get("KB_MAX_CATCHUP") or 50),

@@ -31,7 +31,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``kb`` argument parser."""
-    from kb_assets.cli import diff, export, index, introspect, status, store_cmds, ui, verify, watch
+    from kb_assets.cli import diff, embed, export, index, introspect, status, store_cmds, ui, verify, watch
     from kb_mcp import cli as serve
 
     parser = _Parser(prog="kb", description="knowbase: grounded, versioned knowledge of a git repository")
@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
             verify.run,
         ),
         ("diff", "knowledge added, removed and changed between two commits", diff.add_arguments, diff.run),
+        (
+            "embed",
+            "embed an indexed commit's units (--rag: and its source chunks)",
+            embed.add_arguments,
+            embed.run,
+        ),
         (
             "serve",
             "the MCP server over stdio (read-only; --http for loopback HTTP)",
