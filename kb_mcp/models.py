@@ -108,6 +108,15 @@ class SearchAnswer(BaseModel):
     status: Literal["ok", "embeddings_absent", "no_query_embedder"]
     ranking: Literal["semantic", "lexical"]
     message: str | None
+    model: str | None = Field(default=None, description="the embedding model the ranking used")
+    not_embedded: int = Field(
+        default=0, description="units of this snapshot without a vector of that model (run `kb embed`)"
+    )
+    similarity: dict[str, float] = Field(
+        default_factory=dict, description="cosine similarity to the query, by artifact_id (semantic only)"
+    )
+    token_budget: int = 0
+    tokens_used: int = Field(default=0, description="estimated cl100k tokens of this answer")
     units: list[Unit]
     omitted: Omitted
 

@@ -14,8 +14,8 @@ import dagster as dg
 from sqlalchemy import Engine
 
 from kb_assets.core.spans import ParseLimits
-from kb_resources.git.repo import GitRepo
 from kb_resources.embedding.port import Embedder, make_embedder
+from kb_resources.git.repo import GitRepo
 from kb_resources.settings import Settings, load_settings
 from kb_resources.store.engine import Store, open_store
 

@@ -26,12 +26,16 @@ def embedding_assets(model_id: str) -> list[dg.AssetsDefinition]:
         code_version=f"{model_id}/text-v{TEXT_VERSION}",
         kinds={"pytorch", "postgres"},
     )
-    def artifact_embeddings(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult[None]:
+    def artifact_embeddings(
+        context: dg.AssetExecutionContext, kb: KnowbaseResource
+    ) -> dg.MaterializeResult[None]:
         """A vector per knowledge unit of the snapshot, for semantic search (only new artifact ids
         are embedded)."""
         embedder = kb.embedder()
         stats = embed_snapshot(kb.engine(), context.partition_key, embedder)
-        context.log.info(f"{stats.embedded} units embedded, {stats.reused} reused ({stats.texts_per_s:.0f}/s)")
+        context.log.info(
+            f"{stats.embedded} units embedded, {stats.reused} reused ({stats.texts_per_s:.0f}/s)"
+        )
         version = snapshot_embedding_version(kb.engine(), context.partition_key, embedder.model_id)
         return dg.MaterializeResult(metadata=stats.metadata(), data_version=dg.DataVersion(version))
 

@@ -75,7 +75,9 @@ def embed_commit(session: Session, sha: str, assets: list[str]) -> dict[str, dic
     instance = open_instance(session.settings, session.store)
     if not instance.has_dynamic_partition("commits", sha):
         instance.add_dynamic_partitions("commits", [sha])
-    defs = build_definitions(session.settings.with_db_url(session.store.real_url), repo=str(session.repo.root))
+    defs = build_definitions(
+        session.settings.with_db_url(session.store.real_url), repo=str(session.repo.root)
+    )
     logging.getLogger("dagster").setLevel(logging.ERROR)
     progress = TextProgress(sys.stderr)
     set_reporter(progress)

@@ -74,7 +74,9 @@ def render_value(value: JSON) -> str:
         text = ", ".join(shown) + (f", +{more} more" if more > 0 else "")
         return f"[{text}]" if any(isinstance(v, list | dict) for v in value) else text
     if isinstance(value, dict):
-        inner = "; ".join(f"{k}: {render_value(v)}" for k, v in sorted(value.items()) if v not in (None, "", []))
+        inner = "; ".join(
+            f"{k}: {render_value(v)}" for k, v in sorted(value.items()) if v not in (None, "", [])
+        )
         return f"{{{inner}}}"
     return _scalar(value)
 
@@ -101,7 +103,9 @@ def render_grounding(grounding: Iterable[GroundingName]) -> str:
     return "; ".join(shown) + (f"; +{more} more" if more > 0 else "")
 
 
-def unit_text(kind: str, logical_key: str, payload: Mapping[str, JSON], grounding: Iterable[GroundingName]) -> str:
+def unit_text(
+    kind: str, logical_key: str, payload: Mapping[str, JSON], grounding: Iterable[GroundingName]
+) -> str:
     """The text to embed for one knowledge unit (see the module docstring)."""
     lines = [f"{kind.replace('_', ' ')} {logical_key}", *render_payload(kind, payload)]
     grounded = render_grounding(grounding)

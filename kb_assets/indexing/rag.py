@@ -50,40 +50,58 @@ class RagStats:
         }
 
 
-def _flush(engine: Engine, embedder: Embedder, pending: list[tuple[str, Chunk]]) -> int:
-    """Embed and store ``pending`` chunks in one transaction; return how many were new."""
+SOURCE_SUFFIXES = (".py", ".pyi")
+"""The files the baseline chunks: the ones tree-sitter-python can cut at definitions."""
+
+
+def _flush(engine: Engine, embedder: Embedder, pending: list[tuple[str, Chunk]]) -> tuple[int, float]:
+    """Embed and store ``pending`` chunks in one transaction; (how many were new, model seconds)."""
     if not pending:
-        return 0
+        return 0, 0.0
+    began = time.perf_counter()
     vectors = embedder.embed([c.content for _, c in pending])
+    seconds = time.perf_counter() - began
     check_dim(embedder, vectors)
     model = embedder.model_id
     rows = [
-        ChunkRow(chunk_id(blob, c.start_line, c.end_line, model), blob, c.start_line, c.end_line, c.content, v)
+        ChunkRow(
+            chunk_id(blob, c.start_line, c.end_line, model), blob, c.start_line, c.end_line, c.content, v
+        )
         for (blob, c), v in zip(pending, vectors, strict=True)
     ]
     with engine.begin() as conn:
-        return insert_chunks(conn, model, rows)
+        return insert_chunks(conn, model, rows), seconds
 
 
 def chunk_commit(
     repo: GitRepo, engine: Engine, sha: str, embedder: Embedder, *, max_bytes: int, batch: int = WRITE_BATCH
 ) -> RagStats:
-    """Chunk and embed the Python blobs of commit ``sha`` that no earlier run chunked for this model."""
+    """Chunk and embed the Python blobs of commit ``sha`` that no earlier run chunked for this model.
+
+    A blob without any chunk (an empty ``__init__.py``) leaves no row, so it is read again by the
+    next run — cheap, and it never reaches the model."""
     model = embedder.model_id
     with engine.connect() as conn:
-        files = [f for f in reads.commit_files(conn, sha) if f.mode in READABLE and f.size <= max_bytes]
+        files = [
+            f
+            for f in reads.commit_files(conn, sha)
+            if f.mode in READABLE and f.size <= max_bytes and f.path.endswith(SOURCE_SUFFIXES)
+        ]
         blobs = sorted({f.blob_id for f in files})
-        todo = [b for b in blobs if b not in chunked_blobs(conn, blobs, model)]
-    started, embedded = time.perf_counter(), 0
+        done_before = chunked_blobs(conn, blobs, model)
+    todo = [b for b in blobs if b not in done_before]
+    embedded, seconds, loaded = 0, 0.0, False
     pending: list[tuple[str, Chunk]] = []
     report("chunking files", 0, len(todo))
     for done, blob in enumerate(todo, start=1):
         pending.extend((blob, c) for c in chunk_source(repo.read_blob(blob)))
         if len(pending) >= batch or done == len(todo):
-            embedded += _flush(engine, embedder, pending)
-            pending = []
+            if pending and not loaded:
+                embedder.load()
+                loaded = True
+            new, spent = _flush(engine, embedder, pending)
+            embedded, seconds, pending = embedded + new, seconds + spent, []
             report("chunking files", done, len(todo))
-    seconds = time.perf_counter() - started
     with engine.connect() as conn:
         total = len(commit_chunk_ids(conn, sha, model))
     return RagStats(len(files), len(blobs), len(todo), EmbedStats(model, total, embedded, seconds))

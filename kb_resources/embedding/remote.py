@@ -56,9 +56,15 @@ class OpenAIEmbedder:
                 try:
                     sdk = importlib.import_module("openai")
                 except ImportError:
-                    raise EmbedderUnavailableError("openai", "the SDK is missing: pip install openai") from None
+                    raise EmbedderUnavailableError(
+                        "openai", "the SDK is missing: pip install openai"
+                    ) from None
                 self._client = sdk.OpenAI(api_key=self._api_key, base_url=self._base_url)
             return self._client
+
+    def load(self) -> None:
+        """Create the SDK client (fails early without the SDK or a key)."""
+        self._open()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Vectors for ``texts``, requested ``batch_size`` texts at a time, in input order."""

@@ -85,7 +85,8 @@ def write_unit_vectors(
     with raw.cursor() as cur:
         cur.execute(
             sql.SQL(
-                "CREATE TEMP TABLE {} (artifact_id char(64) PRIMARY KEY, embedding vector(384)) ON COMMIT DROP"
+                "CREATE TEMP TABLE {} (artifact_id char(64) PRIMARY KEY, embedding vector(384)) "
+                "ON COMMIT DROP"
             ).format(stage)
         )
     _copy(raw, stage, ("artifact_id", "embedding"), ((aid, vector_text(v)) for aid, v in rows))

@@ -49,7 +49,9 @@ def chunked_blobs(conn: sa.Connection, blob_ids: Collection[str], model_id: str)
         return set()
     r = rag_chunk.c
     blobs = sa.cast(sa.bindparam("blobs", sorted(set(blob_ids)), type_=_BLOBS), _BLOBS)
-    query = sa.select(r.blob_id).distinct().where(r.blob_id == sa.any_(blobs), r.embedding_model_id == model_id)
+    query = (
+        sa.select(r.blob_id).distinct().where(r.blob_id == sa.any_(blobs), r.embedding_model_id == model_id)
+    )
     return set(conn.scalars(query))
 
 
@@ -90,4 +92,6 @@ def nearest_chunks(
         .order_by(distance, f.path, r.start_line)
         .limit(k)
     )
-    return [ChunkHit(path, start, end, float(d), content) for path, start, end, d, content in conn.execute(query)]
+    return [
+        ChunkHit(path, start, end, float(d), content) for path, start, end, d, content in conn.execute(query)
+    ]
