@@ -112,8 +112,9 @@ class SearchAnswer(BaseModel):
     not_embedded: int = Field(
         default=0, description="units of this snapshot without a vector of that model (run `kb embed`)"
     )
-    similarity: dict[str, float] = Field(
-        default_factory=dict, description="cosine similarity to the query, by artifact_id (semantic only)"
+    similarity: list[float] = Field(
+        default_factory=list,
+        description="semantic only: similarity[i] is the cosine similarity of units[i] to the query",
     )
     token_budget: int = 0
     tokens_used: int = Field(default=0, description="estimated cl100k tokens of this answer")

@@ -26,6 +26,7 @@ from tests.conftest import PgTestServer
 from tests.kbfixtures import KbEnv
 from tests.mcpfixtures import index_shop
 
+
 @dataclass
 class CountingEmbedder:
     """The hashing embedder under another model id, recording every text it is asked to embed."""
@@ -92,7 +93,8 @@ def test_each_artifact_id_is_embedded_once_per_model(shop: Shop) -> None:
         assert size > 5
         assert embedded_count(conn, first, counting.model_id) == size
     assert (stats.total, stats.embedded, stats.reused) == (size, size, 0)
-    assert counting.texts == size and all(len(c) <= 5 for c in counting.calls)
+    assert counting.texts == size
+    assert all(len(c) <= 5 for c in counting.calls)
     assert counting.loads == 1
 
     again = embed_snapshot(shop.engine, first, counting)
@@ -144,7 +146,8 @@ def test_kb_embed_cli_reports_and_is_idempotent(shop: Shop) -> None:
     assert first.code == 0, first.stderr
     lines = first.stdout.splitlines()
     assert lines[0].startswith(f"embedded {shop.shas[-1][:12]} with knowbase/hash-v1: ")
-    assert " reused)" in lines[0] and "0 reused" in lines[0]
+    assert " reused)" in lines[0]
+    assert "0 reused" in lines[0]
     assert lines[1].startswith(f"rag chunks {shop.shas[-1][:12]}: ")
     second = shop.env.kb("embed", shop.repo, "--rag")
     assert second.code == 0, second.stderr
@@ -166,7 +169,8 @@ def test_rag_chunks_are_per_blob_and_never_embedded_twice(shop: Shop) -> None:
     repo = GitRepo.open(shop.repo)
     counting = CountingEmbedder(model="test/rag")
     stats = chunk_commit(repo, shop.engine, first, counting, max_bytes=1_000_000)
-    assert stats.files == 4 and stats.chunks.embedded == counting.texts > 0
+    assert stats.files == 4
+    assert stats.chunks.embedded == counting.texts > 0
     with shop.engine.connect() as conn:
         stored = conn.execute(
             sa.select(sa.func.count()).where(rag_chunk.c.embedding_model_id == counting.model_id)
@@ -174,7 +178,8 @@ def test_rag_chunks_are_per_blob_and_never_embedded_twice(shop: Shop) -> None:
     assert stored == counting.texts
 
     rerun = chunk_commit(repo, shop.engine, first, counting, max_bytes=1_000_000)
-    assert rerun.chunks.embedded == 0 and counting.texts == stored
+    assert rerun.chunks.embedded == 0
+    assert counting.texts == stored
 
     with shop.engine.connect() as conn:
         old = {(f.path, f.blob_id) for f in reads.commit_files(conn, first)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from kb_assets.core.chunks import MAX_LINES, chunk_id, chunk_lines, chunk_source
 from kb_assets.core.embedding_text import (
     MAX_GROUNDING,
@@ -34,7 +36,11 @@ def test_unit_text_names_kind_key_payload_and_grounding_in_plain_words() -> None
     text = unit_text("api_route", "api:POST /api/v1/users/", ROUTE, GROUNDING)
     lines = text.splitlines()
     assert lines[0] == "api route api:POST /api/v1/users/"
-    assert lines[1:4] == ["method: POST", "path: /api/v1/users/", "handler: shop.routers.users.create_user (create user)"]
+    assert lines[1:4] == [
+        "method: POST",
+        "path: /api/v1/users/",
+        "handler: shop.routers.users.create_user (create user)",
+    ]
     assert "response model: shop.schemas.User (user)" in lines
     assert lines[-1] == (
         "grounded on shop/routers/users.py: shop.routers.users.create_user (handler); "
@@ -46,7 +52,10 @@ def test_unit_text_is_a_function_of_identity_only() -> None:
     """Grounding order, duplicate edges and location fields (``lines``) change nothing."""
     first = unit_text("api_route", "api:POST /api/v1/users/", ROUTE, GROUNDING)
     shuffled = unit_text(
-        "api_route", "api:POST /api/v1/users/", {**ROUTE, "lines": [3, 4]}, [*reversed(GROUNDING), GROUNDING[0]]
+        "api_route",
+        "api:POST /api/v1/users/",
+        {**ROUTE, "lines": [3, 4]},
+        [*reversed(GROUNDING), GROUNDING[0]],
     )
     assert first == shuffled
     other = unit_text("api_route", "api:POST /api/v1/users/", {**ROUTE, "status_code": 200}, GROUNDING)
@@ -78,8 +87,9 @@ def test_long_definitions_are_cut_at_statement_boundaries() -> None:
     source = f"def long():\n{body}".encode()
     pieces = chunk_lines(source)
     assert len(pieces) > 1
-    assert pieces[0][0] == 1 and pieces[-1][1] == 121
-    for (_, end), (start, _) in zip(pieces, pieces[1:], strict=False):
+    assert pieces[0][0] == 1
+    assert pieces[-1][1] == 121
+    for (_, end), (start, _) in itertools.pairwise(pieces):
         assert start == end + 1
         assert (start - 2) % 3 == 0  # a body statement starts there
     assert all(e - s + 1 <= MAX_LINES for s, e in pieces)

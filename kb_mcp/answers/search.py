@@ -91,7 +91,7 @@ def search_answer(serve: ServeContext, query: str, sha: str | None, k: int, budg
             message=message,
             model=model,
             not_embedded=missing,
-            similarity=similarity,
+            similarity=[similarity[e.artifact_id] for e in ranked] if similarity else [],
             token_budget=budget,
             units=[],
             omitted=Omitted(),
@@ -99,6 +99,5 @@ def search_answer(serve: ServeContext, query: str, sha: str | None, k: int, budg
         answer.tokens_used = fill(
             answer, ranked, lambda b: load_units(conn, view, commit, b), budget, BUDGET_HINT
         )
-        kept = {u.artifact_id for u in answer.units}
-        answer.similarity = {aid: s for aid, s in similarity.items() if aid in kept}
+        answer.similarity = [similarity[u.artifact_id] for u in answer.units] if similarity else []
     return answer
