@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from kb_assets.core.embedding_text import TEXT_VERSION, vector_model_id
 from kb_assets.indexing.embed import embed_snapshot
 from kb_assets.indexing.rag import chunk_commit
 from kb_resources.embedding.hashing import HashEmbedder, hash_vector
@@ -91,7 +92,7 @@ def test_each_artifact_id_is_embedded_once_per_model(shop: Shop) -> None:
     with shop.engine.connect() as conn:
         size = snapshot_size(conn, first)
         assert size > 5
-        assert embedded_count(conn, first, counting.model_id) == size
+        assert embedded_count(conn, first, vector_model_id(counting.model_id)) == size
     assert (stats.total, stats.embedded, stats.reused) == (size, size, 0)
     assert counting.texts == size
     assert all(len(c) <= 5 for c in counting.calls)
@@ -107,14 +108,14 @@ def test_each_artifact_id_is_embedded_once_per_model(shop: Shop) -> None:
     embed_snapshot(shop.engine, second, counting)
     assert counting.texts - before == len(new_ids)
     with shop.engine.connect() as conn:
-        assert embedded_count(conn, second, counting.model_id) == snapshot_size(conn, second)
+        assert embedded_count(conn, second, vector_model_id(counting.model_id)) == snapshot_size(conn, second)
 
     other = CountingEmbedder(model="test/other-model")
     embed_snapshot(shop.engine, first, other)
     assert other.texts == size
     with shop.engine.connect() as conn:
-        assert embedded_count(conn, first, counting.model_id) == 0
-        assert reads.embedding_model(conn, first) == "test/other-model"
+        assert embedded_count(conn, first, vector_model_id(counting.model_id)) == 0
+        assert reads.embedding_model(conn, first) == vector_model_id("test/other-model")
 
 
 def test_stored_vectors_are_the_embedders_vectors_of_the_unit_texts(shop: Shop) -> None:
@@ -126,7 +127,7 @@ def test_stored_vectors_are_the_embedders_vectors_of_the_unit_texts(shop: Shop) 
     with shop.engine.connect() as conn:
         rows = conn.execute(
             sa.select(artifact.c.logical_key, artifact.c.embedding).where(
-                artifact.c.embedding_model_id == counting.model_id
+                artifact.c.embedding_model_id == vector_model_id(counting.model_id)
             )
         ).all()
     assert len(rows) == len(texts)
@@ -145,7 +146,7 @@ def test_kb_embed_cli_reports_and_is_idempotent(shop: Shop) -> None:
     first = shop.env.kb("embed", shop.repo, "--rag")
     assert first.code == 0, first.stderr
     lines = first.stdout.splitlines()
-    assert lines[0].startswith(f"embedded {shop.shas[-1][:12]} with knowbase/hash-v1: ")
+    assert lines[0].startswith(f"embedded {shop.shas[-1][:12]} with knowbase/hash-v1#text-v{TEXT_VERSION}: ")
     assert " reused)" in lines[0]
     assert "0 reused" in lines[0]
     assert lines[1].startswith(f"rag chunks {shop.shas[-1][:12]}: ")
@@ -154,7 +155,9 @@ def test_kb_embed_cli_reports_and_is_idempotent(shop: Shop) -> None:
     assert "(0 embedded," in second.stdout.splitlines()[0]
     assert "(0 embedded)" in second.stdout.splitlines()[1]
     with shop.engine.connect() as conn:
-        assert embedded_count(conn, shop.shas[-1], "knowbase/hash-v1") == snapshot_size(conn, shop.shas[-1])
+        assert embedded_count(conn, shop.shas[-1], vector_model_id("knowbase/hash-v1")) == snapshot_size(
+            conn, shop.shas[-1]
+        )
 
     shop.env.extra["KB_EMBED_PROVIDER"] = "nonsense"
     bad = shop.env.kb("embed", shop.repo)

@@ -8,9 +8,11 @@ from kb_assets.core.chunks import MAX_LINES, chunk_id, chunk_lines, chunk_source
 from kb_assets.core.embedding_text import (
     MAX_GROUNDING,
     MAX_LIST_ITEMS,
+    TEXT_VERSION,
     GroundingName,
     render_value,
     unit_text,
+    vector_model_id,
     words,
 )
 
@@ -38,7 +40,7 @@ def test_unit_text_names_kind_key_payload_and_grounding_in_plain_words() -> None
     assert lines[0] == "api route api:POST /api/v1/users/"
     assert lines[1:4] == [
         "method: POST",
-        "path: /api/v1/users/",
+        "path: /api/v1/users/ (api v1 users)",
         "handler: shop.routers.users.create_user (create user)",
     ]
     assert "response model: shop.schemas.User (user)" in lines
@@ -70,6 +72,11 @@ def test_long_values_are_cut_with_counts() -> None:
     assert unit_text("import_edge", "import:a->b", {"importer": "a"}, edges).endswith("; +2 more")
     assert words("shop.schemas.UserCreate") == "user create"
     assert words("HTTPError") == "http error"
+
+
+def test_stored_model_ids_name_the_text_rule() -> None:
+    """A vector is stored under model and text rule, so a new rendering is a new id."""
+    assert vector_model_id("m") == f"m#text-v{TEXT_VERSION}"
 
 
 def test_chunks_are_top_level_definitions_and_statement_runs() -> None:

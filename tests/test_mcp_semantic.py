@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from kb_assets.core.embedding_text import vector_model_id
 from kb_assets.indexing.embed import texts_of
 from kb_mcp.answers.search import search_answer
 from kb_mcp.context import open_context
@@ -65,7 +66,7 @@ def test_search_is_cosine_ranked_over_the_snapshot(embedded_shop: IndexedShop) -
     )
     assert answer["status"] == "ok"
     assert answer["ranking"] == "semantic"
-    assert answer["model"] == MODEL_ID
+    assert answer["model"] == vector_model_id(MODEL_ID)
     assert answer["message"] is None
     assert answer["not_embedded"] == 0
     expected = expected_similarities(embedded_shop, first, query)

@@ -23,10 +23,12 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
+from kb_assets.core.embedding_text import vector_model_id
 from kb_mcp.answers.search import search_answer
 from kb_mcp.context import ServeContext, open_context
 from kb_resources.embedding.local import MODEL_ID, LocalEmbedder
@@ -107,7 +109,7 @@ def arms(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> I
             for args in (("index", repo), ("embed", repo, "--rag")):
                 result = env.kb(*args)
                 assert result.code == 0, result.stderr
-            assert f"with {MODEL_ID}: " in result.stdout
+            assert f"with {vector_model_id(MODEL_ID)}: " in result.stdout
             settings = Settings(kb_home=env.home, dagster_home=env.home / "dagster", db_url=env.db_url)
             opened[name] = Arm(repo, sha, env, open_context(repo, settings))
         yield opened
@@ -143,7 +145,7 @@ def test_tier3_knowledge_recall_is_one_and_rag_recall_is_reported(
 
     knowledge_recall = sum(r[2] for r in rows) / len(rows)
     rag_recall = sum(r[3] for r in rows) / len(rows)
-    report = {
+    report: dict[str, Any] = {
         "k": K,
         "questions": len(rows),
         "knowledge_recall": knowledge_recall,
@@ -177,7 +179,7 @@ def test_stored_unit_vectors_are_the_models_vectors(arms: dict[str, Arm]) -> Non
             conn.execute(
                 sa.select(artifact.c.artifact_id, artifact.c.embedding).where(
                     artifact.c.artifact_id.in_([u.artifact_id for u in units]),
-                    artifact.c.embedding_model_id == MODEL_ID,
+                    artifact.c.embedding_model_id == vector_model_id(MODEL_ID),
                 )
             ).all()
         )

@@ -36,7 +36,7 @@ def embedding_assets(model_id: str) -> list[dg.AssetsDefinition]:
         context.log.info(
             f"{stats.embedded} units embedded, {stats.reused} reused ({stats.texts_per_s:.0f}/s)"
         )
-        version = snapshot_embedding_version(kb.engine(), context.partition_key, embedder.model_id)
+        version = snapshot_embedding_version(kb.engine(), context.partition_key, stats.model_id)
         return dg.MaterializeResult(metadata=stats.metadata(), data_version=dg.DataVersion(version))
 
     @dg.asset(

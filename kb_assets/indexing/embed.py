@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from kb_assets.core.embedding_text import GroundingName, unit_text
+from kb_assets.core.embedding_text import GroundingName, unit_text, vector_model_id
 from kb_assets.indexing.extract import ids_digest
 from kb_assets.indexing.progress import report
 from kb_resources.embedding.port import Embedder, check_dim
@@ -47,7 +47,7 @@ class EmbedStats:
         """Embedding throughput of this pass (0 when nothing was embedded)."""
         return self.embedded / self.seconds if self.embedded and self.seconds > 0 else 0.0
 
-    def metadata(self) -> dict[str, object]:
+    def metadata(self) -> dict[str, str | int | float]:
         """The stats as Dagster metadata."""
         return {
             "model_id": self.model_id,
@@ -71,7 +71,7 @@ def embed_snapshot(engine: Engine, sha: str, embedder: Embedder, *, batch: int =
 
     The model is loaded before the clock starts (when there is anything to embed), so ``seconds``
     and the throughput are the embedding's own, comparable with the model's raw rate."""
-    model = embedder.model_id
+    model = vector_model_id(embedder.model_id)
     with engine.connect() as conn:
         total = snapshot_size(conn, sha)
         pending = pending_units(conn, sha, model)

@@ -37,7 +37,7 @@ class RagStats:
         """Blobs whose chunks were already stored."""
         return self.blobs - self.chunked
 
-    def metadata(self) -> dict[str, object]:
+    def metadata(self) -> dict[str, str | int | float]:
         """The stats as Dagster metadata."""
         chunks = {f"chunks_{k}": v for k, v in self.chunks.metadata().items() if k != "model_id"}
         return {

@@ -9,6 +9,7 @@ is encoding, so the MCP server's worker threads can share one model.
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections.abc import Sequence
@@ -39,7 +40,8 @@ def load_model(path: Path, device: str = "cpu") -> Any:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
+
+        hf_logging: Any = importlib.import_module("transformers.utils.logging")
     except ImportError as err:
         raise EmbedderUnavailableError("local", f"{err}; {INSTALL_HINT}") from None
     hf_logging.disable_progress_bar()

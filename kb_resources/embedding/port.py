@@ -85,6 +85,7 @@ def embedder_for_model(model_id: str, settings: Settings) -> Embedder | None:
     whatever ``KB_EMBED_PROVIDER`` says now."""
     from kb_resources.embedding import hashing, local
 
+    model_id = model_id.split("#", 1)[0]  # a stored id names the text rule after '#'
     if model_id == local.MODEL_ID:
         return local.LocalEmbedder(batch_size=settings.embed_batch_size)
     if model_id == hashing.MODEL_ID:

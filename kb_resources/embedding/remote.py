@@ -68,7 +68,9 @@ class OpenAIEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Vectors for ``texts``, requested ``batch_size`` texts at a time, in input order."""
-        client = self._open() if texts else None
+        if not texts:
+            return []
+        client = self._open()
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = [t or " " for t in texts[start : start + self.batch_size]]  # the API refuses ""
