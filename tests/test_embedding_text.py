@@ -40,7 +40,7 @@ def test_unit_text_names_kind_key_payload_and_grounding_in_plain_words() -> None
     assert lines[0] == "api route api:POST /api/v1/users/"
     assert lines[1:4] == [
         "method: POST",
-        "path: /api/v1/users/ (api v1 users)",
+        "path: /api/v1/users/",
         "handler: shop.routers.users.create_user (create user)",
     ]
     assert "response model: shop.schemas.User (user)" in lines

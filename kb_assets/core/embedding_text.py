@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 from kb_assets.core.models import JSON
 
-TEXT_VERSION = "2"
-"""2: URL paths are followed by their plain words (``/email/change (email change)``)."""
+TEXT_VERSION = "1"
+"""Appending the plain words of URL paths (tried as 2) made fief-server's questions rank worse
+(16 instead of 21 of 26 in the top 5, ``bench/embed_search.py``): every admin route then shares
+"admin api", which drowns the resource name."""
 MAX_LIST_ITEMS = 12
 MAX_GROUNDING = 16
 MAX_VALUE_CHARS = 300
@@ -40,7 +42,6 @@ SKIPPED_FIELDS = frozenset({"lines", "span_mapping", "span_ids"})
 """Location details or ids: no words for a reader, and ``lines`` is not even stored."""
 
 _PIECES = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_PATH_WORDS = re.compile(r"[A-Za-z0-9]+")
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
 
 
@@ -66,13 +67,10 @@ def vector_model_id(model_id: str) -> str:
 
 
 def _scalar(value: JSON) -> str:
-    """A scalar as text; dotted names and URL paths get their plain words appended."""
+    """A scalar as text; dotted names get their plain words appended."""
     text = "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
     if isinstance(value, str) and _DOTTED.match(value):
         plain = words(value)
-        return f"{value} ({plain})" if plain else value
-    if isinstance(value, str) and value.startswith("/"):
-        plain = " ".join(p.lower() for p in _PATH_WORDS.findall(value))
         return f"{value} ({plain})" if plain else value
     return text
 
