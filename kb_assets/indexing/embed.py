@@ -78,6 +78,9 @@ def embed_snapshot(engine: Engine, sha: str, embedder: Embedder, *, batch: int =
     if not pending:
         return EmbedStats(model, total, 0, 0.0)
     texts = texts_of(pending)
+    # Shortest first, so that each batch pads little: the model sorts by length only inside a call.
+    order = sorted(range(len(pending)), key=lambda i: (len(texts[i]), pending[i].artifact_id))
+    pending, texts = [pending[i] for i in order], [texts[i] for i in order]
     embedder.load()
     seconds = 0.0
     report("embedding units", 0, len(pending))
