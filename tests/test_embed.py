@@ -25,7 +25,8 @@ from kb_resources.store.rag_chunks import commit_chunk_ids, nearest_chunks
 from kb_resources.store.schema import artifact, rag_chunk
 from tests.conftest import PgTestServer
 from tests.kbfixtures import KbEnv
-from tests.mcpfixtures import index_shop
+
+pytest_plugins = ["tests.mcpfixtures"]
 
 
 @dataclass
@@ -68,6 +69,8 @@ class Shop:
 def shop(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
     """Both commits of ``fixtures/mcp_shop`` indexed into a database of this module (each test
     embeds under model ids of its own, so they do not see each other's vectors)."""
+    from tests.mcpfixtures import index_shop  # at run time: the plugin module is imported by pytest
+
     repo, shas, env, database = index_shop(pg_server, tmp_path_factory.mktemp("embed"))
     engine = sa.create_engine(env.db_url)
     try:

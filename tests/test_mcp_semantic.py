@@ -12,7 +12,7 @@ import dataclasses
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,12 +26,18 @@ from kb_resources.settings import Settings
 from kb_resources.store import reads
 from kb_resources.store.embeddings import pending_units
 from tests.conftest import PgTestServer
-from tests.mcpfixtures import IndexedShop, index_shop
+
+if TYPE_CHECKING:
+    from tests.mcpfixtures import IndexedShop
+
+pytest_plugins = ["tests.mcpfixtures"]
 
 
 @pytest.fixture(scope="module")
 def embedded_shop(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexedShop]:
     """``fixtures/mcp_shop`` indexed in a database of its own, its first commit embedded."""
+    from tests.mcpfixtures import IndexedShop, index_shop  # at run time: pytest imports the plugin
+
     repo, shas, env, database = index_shop(pg_server, tmp_path_factory.mktemp("mcp-semantic"))
     env.extra["KB_EMBED_PROVIDER"] = "hash"
     embedded = env.kb("embed", repo, "--sha", shas[0])
