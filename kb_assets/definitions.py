@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from kb_assets.assets.embeddings import embedding_assets
 from kb_assets.assets.extractors import extractor_assets
 from kb_assets.assets.ingest import commit_tree
 from kb_assets.assets.model_passes import decisions, descriptions
@@ -13,6 +14,7 @@ from kb_assets.jobs import (
     DETERMINISTIC_ASSETS,
     INDEX_JOB,
     INDEX_MULTIPROCESS_JOB,
+    embed_job,
     index_job,
     index_multiprocess_job,
     model_jobs,
@@ -22,6 +24,7 @@ from kb_assets.sensors import branch_sensor, verify_after_index
 from kb_gates.checks import all_checks
 from kb_gates.model_checks import model_checks
 from kb_gates.oracle_asset import oracle_agreement
+from kb_resources.embedding.port import configured_model_id
 from kb_resources.llm.resource import LlmResource
 from kb_resources.resources import KnowbaseResource
 from kb_resources.settings import Settings, load_settings
@@ -41,9 +44,10 @@ def build_definitions(settings: Settings, repo: str | None = None) -> dg.Definit
             oracle_agreement,
             descriptions,
             decisions,
+            *embedding_assets(configured_model_id(settings)),
         ],
         asset_checks=[*all_checks(), *model_checks()],
-        jobs=[index_job(), index_multiprocess_job(), verify_job(), *model_jobs()],
+        jobs=[index_job(), index_multiprocess_job(), verify_job(), *model_jobs(), embed_job()],
         sensors=[branch_sensor, verify_after_index],
         resources={
             "kb": KnowbaseResource.from_settings(settings, repo or settings.repo or "."),

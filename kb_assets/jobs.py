@@ -128,3 +128,20 @@ def verify_job() -> dg.UnresolvedAssetJobDefinition:
 def model_jobs() -> tuple[dg.UnresolvedAssetJobDefinition, ...]:
     """The describe and mine jobs."""
     return _MODEL_JOBS
+
+
+EMBED_JOB = "embed_commit"
+EMBED_ASSETS = ("artifact_embeddings", "rag_chunks")
+"""The model-backed assets of a commit (``kb embed``; ``--rag`` adds the second); never indexed."""
+
+_EMBED = dg.define_asset_job(
+    EMBED_JOB,
+    selection=dg.AssetSelection.assets(*EMBED_ASSETS),
+    description="Embed one indexed commit: a vector per knowledge unit, and the RAG baseline's chunks.",
+    executor_def=dg.in_process_executor,
+)
+
+
+def embed_job() -> dg.UnresolvedAssetJobDefinition:
+    """The one embed job object."""
+    return _EMBED

@@ -24,7 +24,11 @@ if TYPE_CHECKING:
     from kb_resources.store.engine import Store
 
 QueryEmbedder = Callable[[str], Sequence[float]]
-"""Turns a search query into a vector of the stored embeddings' model (issue 7 provides one)."""
+"""Turns a search query into a vector of one stored embedding model."""
+
+EmbedderLookup = Callable[[str], QueryEmbedder | None]
+"""The query embedder of a stored model id (None when this process cannot run that model);
+``kb_mcp.embedders.QueryEmbedders`` is the real one."""
 
 
 class ContextSource(Protocol):
@@ -43,7 +47,7 @@ class ServeContext:
     store: Store
     snapshots: SnapshotCache
     branch: BranchTracker
-    query_embedder: QueryEmbedder | None = None
+    query_embedders: EmbedderLookup | None = None
 
     def get(self) -> ServeContext:
         """An opened context is its own source."""
@@ -77,6 +81,7 @@ def open_context(repo_path: str | Path, settings: Settings) -> ServeContext:
     """Open the repository and its store read-only; refuse a store whose schema is not at head."""
     from kb_assets.core.errors import BadInputError, SchemaMismatchError
     from kb_mcp.branch import BranchTracker
+    from kb_mcp.embedders import QueryEmbedders
     from kb_mcp.snapshots import SnapshotCache
     from kb_resources.git.repo import GitRepo
     from kb_resources.store.engine import open_store
@@ -88,4 +93,10 @@ def open_context(repo_path: str | Path, settings: Settings) -> ServeContext:
         if err.found is None:
             raise BadInputError(f"nothing in {repo.root} is indexed yet; run `kb index` first") from None
         raise
-    return ServeContext(repo=repo, store=store, snapshots=SnapshotCache(), branch=BranchTracker(repo))
+    return ServeContext(
+        repo=repo,
+        store=store,
+        snapshots=SnapshotCache(),
+        branch=BranchTracker(repo),
+        query_embedders=QueryEmbedders(settings),
+    )

@@ -108,6 +108,16 @@ class SearchAnswer(BaseModel):
     status: Literal["ok", "embeddings_absent", "no_query_embedder"]
     ranking: Literal["semantic", "lexical"]
     message: str | None
+    model: str | None = Field(default=None, description="the embedding model the ranking used")
+    not_embedded: int = Field(
+        default=0, description="units of this snapshot without a vector of that model (run `kb embed`)"
+    )
+    similarity: list[float] = Field(
+        default_factory=list,
+        description="semantic only: similarity[i] is the cosine similarity of units[i] to the query",
+    )
+    token_budget: int = 0
+    tokens_used: int = Field(default=0, description="estimated cl100k tokens of this answer")
     units: list[Unit]
     omitted: Omitted
 

@@ -7,14 +7,16 @@ lazily; engines are cached per process so every asset of a run shares one connec
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
 from sqlalchemy import Engine
 
 from kb_assets.core.spans import ParseLimits
+from kb_resources.embedding.port import Embedder, make_embedder
 from kb_resources.git.repo import GitRepo
-from kb_resources.settings import Settings
+from kb_resources.settings import Settings, load_settings
 from kb_resources.store.engine import Store, open_store
 
 _opened_stores: list[Store] = []
@@ -32,6 +34,11 @@ def _repo(path: str) -> GitRepo:
     return GitRepo.open(path)
 
 
+@functools.cache
+def _embedder(settings: Settings) -> Embedder:
+    return make_embedder(settings)
+
+
 class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
     """The git repository being indexed and the PostgreSQL knowledge store it is indexed into."""
 
@@ -45,6 +52,10 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
     watch_branches: str = ""
     verify_sample: int = 16
     max_catchup: int = 50
+    embed_provider: str = "local"
+    embed_model: str = ""
+    embed_batch_size: int = 64
+    embed_base_url: str = ""
 
     @classmethod
     def from_settings(cls, settings: Settings, repo: str) -> KnowbaseResource:
@@ -60,6 +71,10 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
             watch_branches=",".join(settings.watch_branches),
             max_catchup=settings.max_catchup,
             verify_sample=settings.verify_sample,
+            embed_provider=settings.embed_provider,
+            embed_model=settings.embed_model or "",
+            embed_batch_size=settings.embed_batch_size,
+            embed_base_url=settings.embed_base_url or "",
         )
 
     def settings(self) -> Settings:
@@ -71,6 +86,10 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
             max_file_bytes=self.max_file_bytes,
             parse_timeout_s=self.parse_timeout_s,
             workers=self.workers,
+            embed_provider=self.embed_provider,
+            embed_model=self.embed_model or None,
+            embed_batch_size=self.embed_batch_size,
+            embed_base_url=self.embed_base_url or None,
         )
 
     def git(self) -> GitRepo:
@@ -80,6 +99,11 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
     def engine(self) -> Engine:
         """The knowledge store's engine (opened and migrated once per process)."""
         return _store(self.settings(), self.git().key()).engine
+
+    def embedder(self) -> Embedder:
+        """The configured embedding provider (one per process; its API key is read from the
+        environment here, so it never appears in Dagster's resource config)."""
+        return _embedder(replace(self.settings(), embed_api_key=load_settings().embed_api_key))
 
     def limits(self) -> ParseLimits:
         """Per-file parse limits."""
@@ -93,3 +117,4 @@ def close_cached() -> None:
     _opened_stores.clear()
     _store.cache_clear()
     _repo.cache_clear()
+    _embedder.cache_clear()

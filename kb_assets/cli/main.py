@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The full ``kb`` argument parser."""
     from kb_assets.cli import (
         diff,
+        embed,
         export,
         index,
         introspect,
@@ -91,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
             model_passes.run_mine,
         ),
         ("diff", "knowledge added, removed and changed between two commits", diff.add_arguments, diff.run),
+        (
+            "embed",
+            "embed an indexed commit's units (--rag: and its source chunks)",
+            embed.add_arguments,
+            embed.run,
+        ),
         (
             "serve",
             "the MCP server over stdio (read-only; --http for loopback HTTP)",

@@ -47,6 +47,7 @@ from kb_resources.store.schema import (
     snapshot_entry,
 )
 from kb_resources.store.serving_reads import (
+    embedding_coverage,
     embedding_model,
     nearest_artifacts,
     present_in,
@@ -79,6 +80,7 @@ __all__ = [
     "branches",
     "commit_files",
     "commit_stats",
+    "embedding_coverage",
     "embedding_model",
     "file_at",
     "gap_details",

