@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) --upgrade pip
 	@$(BIN)/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("torch").split("+")[0] != "$(TORCH_VERSION)")' 2>/dev/null \
 		|| $(PIP) --retries 1 $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) 'torch==$(TORCH_VERSION)'
-	$(PIP) -e '.[dev,embed]'
+	$(PIP) -e '.[dev,embed,llm]'
 	@touch $(STAMP)
 
 demo: install
