@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Extraction
 from tests.programs import program_from_files
@@ -200,3 +202,47 @@ def test_files_without_routing_have_no_facts() -> None:
     """The prefilter keeps unrelated files out of the per-blob cache (None facts)."""
     program = program_from_files({"svc/__init__.py": "", "svc/util.py": "def add(a, b):\n    return a + b\n"})
     assert all("api_routes" not in source.facts for source in program.files.values())
+
+
+CYCLIC_FACTORIES = """from fastapi import APIRouter, FastAPI
+
+
+def f1(r):
+    return f2(r).router if r else f3(r).router
+
+
+def f2(r):
+    return f3(r).router if r else f1(r).router
+
+
+def f3(r):
+    return f1(r).router if r else f2(r).router
+
+
+def g(a, b, c):
+    f1(a); f2(b); f3(c)
+    g(b, c, a)
+    g(c, a, b)
+    g(a.router, b.router, c.router)
+    return a
+
+
+router = g(f1(APIRouter()), f2(APIRouter()), f3(APIRouter()))
+app = FastAPI()
+app.include_router(g(router, router, router), prefix="/p")
+
+
+@router.get("/x")
+def x() -> int:
+    return 1
+"""
+
+
+@pytest.mark.timeout(60)
+def test_factories_and_parameters_bound_in_cycles_end_quickly() -> None:
+    """Factories that return each other's results and parameters passed around in a cycle (the
+    shape that made resolution exponential on a real service, fidesops 1.8.2) end in well under
+    a second: a name already being resolved at a place is a cycle, and answers are remembered.
+    Nothing is guessed: the router's identity is not static, so no route is made up."""
+    extraction = _extract({"svc/app.py": CYCLIC_FACTORIES})
+    assert extraction.drafts == [] or all(d.logical_key.startswith("api:GET /") for d in extraction.drafts)

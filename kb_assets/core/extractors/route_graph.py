@@ -77,6 +77,8 @@ class Graph:
         self.index, self.names, self.values = index, names, values
         self.routers: dict[tuple[str, str, str], Router] = {}
         self.gaps: list[Gap] = []
+        self._active: set[tuple[object, ...]] = set()
+        self._known: dict[tuple[object, ...], tuple[Router, ...]] = {}
         for op in index.ops:
             if op.kind == "assign" and op.data["value"].get("kind") == "call":
                 self.of_value(names.bound(op))
@@ -101,10 +103,29 @@ class Graph:
         return found
 
     def of_value(self, value: Value, depth: int = 0) -> list[Router]:
-        """The routers a bound value may be: a construction (keyed by its binding), a factory's result."""
+        """The routers a bound value may be: a construction (keyed by its binding), a factory's result.
+
+        An expression already being evaluated at the same place is a cycle (factories returning
+        each other's results) and adds nothing; an answer is remembered for the rest of the commit.
+        """
         v = value.value
         if not isinstance(v, dict):
             return []
+        key = (id(v), value.place.source.path, value.place.scope, value.key)
+        known = self._known.get(key)
+        if known is not None:
+            return list(known)
+        if key in self._active:
+            return []
+        self._active.add(key)
+        try:
+            found = self._of_value(value, v, depth)
+        finally:
+            self._active.discard(key)
+        self._known[key] = tuple(found)
+        return found
+
+    def _of_value(self, value: Value, v: dict[str, JSON], depth: int) -> list[Router]:
         if v.get("kind") == "name":
             return self.of(v, value.place, depth + 1)
         if v.get("kind") != "call" or not v.get("callee") or depth > _MAX_DEPTH:

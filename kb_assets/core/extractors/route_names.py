@@ -61,11 +61,36 @@ class Names:
         self.index, self.table = index, table
         self._sites: dict[tuple[str, str], list[tuple[Place, Mapping[str, JSON]]]] | None = None
         self._building = False
+        self._active: set[tuple[str, str, str]] = set()
+        self._memo: dict[tuple[str, str, str], tuple[Target, ...]] = {}
+        self._memo_building: dict[tuple[str, str, str], tuple[Target, ...]] = {}
+        """Answers given while call sites are being built (parameters not followed): kept apart."""
 
     def resolve(self, dotted: str, place: Place, depth: int = 0) -> list[Target]:
-        """Every target ``dotted`` may be bound to when evaluated at ``place``."""
+        """Every target ``dotted`` may be bound to when evaluated at ``place``.
+
+        A name already being resolved at the same place is a cycle and yields nothing more, and an
+        answer is remembered (apart while call sites are being built), so names bound to each other through
+        parameters, factories and attributes cannot make the search exponential.
+        """
         if depth > MAX_DEPTH or not dotted:
             return []
+        key = (dotted, place.source.path, place.scope)
+        memo = self._memo_building if self._building else self._memo
+        remembered = memo.get(key)
+        if remembered is not None:
+            return list(remembered)
+        if key in self._active:
+            return []
+        self._active.add(key)
+        try:
+            found = self._resolve(dotted, place, depth)
+        finally:
+            self._active.discard(key)
+        memo[key] = tuple(found)
+        return found
+
+    def _resolve(self, dotted: str, place: Place, depth: int) -> list[Target]:
         first, _, rest = dotted.partition(".")
         if first in ("self", "cls") and rest and place.scope:
             found = self._self(rest, place, depth)
@@ -157,6 +182,7 @@ class Names:
                 if callee is not None:
                     sites.setdefault((callee.module, callee.qualname), []).append((place, call))
             self._sites, self._building = sites, False
+            self._memo_building.clear()
         return self._sites.get((function.module, function.qualname), [])
 
     # -- steps -----------------------------------------------------------------------------
