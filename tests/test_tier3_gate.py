@@ -1,8 +1,9 @@
 """Tier-3 gate: grounded knowledge against RAG over source, on questions whose answers span two files.
 
-Two fixture repositories (``fixtures/api_oracle``: FastAPI routes whose handler, response model and
-prefix live in different files; ``fixtures/events_oracle``: handlers registered on models in other
-files) are indexed, embedded with the real model (all-MiniLM-L6-v2, offline) and chunked for the
+Three fixture repositories (``fixtures/api_oracle``: FastAPI routes whose handler, response model
+and prefix live in different files; ``fixtures/events_oracle``: handlers registered on models in
+other files; ``fixtures/entities_oracle``: SQLAlchemy models whose base and related models live in
+other files) are indexed, embedded with the real model (all-MiniLM-L6-v2, offline) and chunked for the
 RAG baseline (``kb embed --rag``). Each question is labelled with the unit that answers it and the
 two files the answer spans.
 
@@ -79,6 +80,12 @@ QUESTIONS = [
       "src/shop/db.py", "src/shop/models.py"),
     q("events", "Which function closes the connection pools when the application shuts down?",
       "event:shop.lifecycle.close_pools", "src/shop/lifecycle.py", "src/shop/app.py"),
+    q("entities", "Which database model holds a customer's orders with their line items?",
+      "entity:shop.orm.orders.Order", "shop/orm/orders.py", "shop/orm/customers.py"),
+    q("entities", "What does a customer record store, and which orders belong to a customer?",
+      "entity:shop.orm.customers.Customer", "shop/orm/customers.py", "shop/orm/orders.py"),
+    q("entities", "Which model is an urgent order with a priority, and what table base does it use?",
+      "entity:shop.orm.orders.RushOrder", "shop/orm/orders.py", "shop/db.py"),
 ]  # fmt: skip
 
 
@@ -99,7 +106,11 @@ def arms(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> I
     opened: dict[str, Arm] = {}
     databases = []
     try:
-        for name, fixture in (("api", "api_oracle"), ("events", "events_oracle")):
+        for name, fixture in (
+            ("api", "api_oracle"),
+            ("events", "events_oracle"),
+            ("entities", "entities_oracle"),
+        ):
             repo = root / name
             [sha] = build_repo(FIXTURES / fixture, repo)
             database = pg_server.create_database()
