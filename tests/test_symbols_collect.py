@@ -142,7 +142,8 @@ def test_collectors_run_with_extractors_under_their_own_ids() -> None:
     """``analyze_blob`` stores each collector's facts under its id next to the extractors'; an id
     used twice is refused; ``parser_version`` changes with a collector's facts version."""
     parsed = analyze_blob("0" * 40, b"x = 1\n", EXTRACTORS, ParseLimits(), COLLECTORS)
-    assert set(parsed.facts) == {"imports", "symbols"}  # public_api collects nothing of its own
+    # public_api collects nothing of its own; routes and events find nothing in this source
+    assert set(parsed.facts) == {"imports", "symbols", "calls"}
     with pytest.raises(ValueError, match="unique"):
         analyze_blob(
             "0" * 40, b"x = 1\n", EXTRACTORS, ParseLimits(), (SymbolsCollector(), SymbolsCollector())
