@@ -19,6 +19,7 @@ from kb_resources.store.schema import (
     snapshot_entry,
     staged_entry,
 )
+from kb_resources.store.snapshot_reads import whole_snapshot_plan
 
 # Set-based (EXCEPT of two hash joins) rather than a per-row NOT EXISTS: right after a bulk load the
 # planner has no statistics and a nested-loop anti-join took minutes on Django.
@@ -70,14 +71,17 @@ def staged_grounding_counts(conn: sa.Connection, sha: str, extractor_id: str) ->
         .group_by(artifact.c.artifact_id, artifact.c.logical_key)
         .order_by(artifact.c.artifact_id)
     )
-    return [(aid, key, int(count)) for aid, key, count in conn.execute(query).all()]
+    with whole_snapshot_plan(conn):
+        found = conn.execute(query).all()
+    return [(aid, key, int(count)) for aid, key, count in found]
 
 
 def ungrounded_staged(conn: sa.Connection, sha: str, extractor_id: str, parser_version: str) -> list[str]:
     """Staged artifacts of ``sha`` with no grounding row that names an occurrence at ``sha``
     (located with the pipeline's ``parser_version``: the snapshot is not published yet)."""
     params = {"sha": sha, "extractor_id": extractor_id, "parser_version": parser_version}
-    return list(conn.scalars(UNGROUNDED_STAGED, params))
+    with whole_snapshot_plan(conn):
+        return list(conn.scalars(UNGROUNDED_STAGED, params))
 
 
 def snapshot_artifact_ids(conn: sa.Connection, sha: str) -> list[str]:
@@ -119,7 +123,9 @@ def occurrence_digest(conn: sa.Connection, sha: str, parser_version: str | None 
     )
     digest = hashlib.sha256()
     seen = False
-    for row in conn.execute(query).all():
+    with whole_snapshot_plan(conn):
+        rows = conn.execute(query).all()
+    for row in rows:
         digest.update("\x00".join(map(str, row)).encode("utf-8") + b"\n")
         seen = True
     return digest.hexdigest() if seen else None

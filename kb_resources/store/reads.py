@@ -62,6 +62,7 @@ from kb_resources.store.snapshot_reads import (
     orphans,
     snapshot_keys,
     snapshot_records,
+    whole_snapshot_plan,
 )
 
 __all__ = [
@@ -263,7 +264,8 @@ def span_occurrences(
         .where(o.sha == sha)
         .order_by(o.path.collate("C"), o.start_line, o.ordinal)
     )
-    return [SpanOccurrence(*row) for row in conn.execute(query).all()]
+    with whole_snapshot_plan(conn):
+        return [SpanOccurrence(*row) for row in conn.execute(query).all()]
 
 
 def gaps(conn: sa.Connection, sha: str) -> list[Gap]:
