@@ -26,7 +26,6 @@ from tests.kbfixtures import KbEnv
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 GAP_LINE = re.compile(r"^gap (?P<path>[^:]+?)(?::(?P<line>\d+))?: (?P<reason>\w+) \((?P<source>[\w.]+)\)")
-pytest.importorskip("fastapi", reason="the API oracle runs FastAPI itself (dev extra)")
 
 
 @pytest.fixture
