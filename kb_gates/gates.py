@@ -12,8 +12,9 @@ from sqlalchemy import Engine
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.imports import EXTRACTOR_ID as IMPORTS_ID
 from kb_assets.core.extractors.public_api import EXTRACTOR_ID as PUBLIC_API_ID
-from kb_assets.core.extractors.registry import parser_version
-from kb_assets.core.models import JSON
+from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
+from kb_assets.core.ids import artifact_id
+from kb_assets.core.models import JSON, Grounding
 from kb_assets.core.modules import ModuleMap, map_modules
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.extract import run_extractor
@@ -21,6 +22,7 @@ from kb_assets.indexing.load import load_program
 from kb_assets.indexing.parse import READABLE
 from kb_gates.griffe_oracle import Entry, griffe_surface
 from kb_gates.grimp_oracle import grimp_graph
+from kb_gates.history import stable_sample
 from kb_gates.metrics import SetDiff, compare
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
@@ -48,6 +50,46 @@ def reproducibility_diff(
     with engine.connect() as conn:
         staged = reads.staged_artifact_ids(conn, sha, extractor.extractor_id)
     return compare(staged, (a.artifact_id for a in again.artifacts))
+
+
+def extractions_diff(
+    repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits, workers: int
+) -> dict[str, SetDiff[str]]:
+    """``reproducibility_diff`` of every registered extractor, by extractor id."""
+    return {
+        ex.extractor_id: reproducibility_diff(repo, engine, sha, ex, limits=limits, workers=workers)
+        for ex in EXTRACTORS
+    }
+
+
+def stored_ids_diff(engine: Engine, sha: str, extractor_id: str, *, sample: int) -> SetDiff[str]:
+    """Recompute the id of a deterministic sample of the extractor's staged artifacts from their
+    stored records (logical key, versions, grounding, payload as read back) and compare.
+
+    What a full recomputation proves about resolution, this proves about the way back from the
+    store: the record behind an id is the record that id names (the payload survived the JSON
+    round trip, no grounding row went missing or appeared). It reads ``sample`` records instead of
+    resolving the whole program, so it can stay on the hot path of a large repository while the
+    full recomputation runs in ``verify_commit``.
+    """
+    with engine.connect() as conn:
+        staged = reads.staged_artifact_ids(conn, sha, extractor_id)
+        chosen = stable_sample(sha, staged, sample)
+        records = reads.records_by_id(conn, sha, chosen)
+    again = [
+        artifact_id(
+            logical_key=r.logical_key,
+            extractor_id=r.extractor_id,
+            extractor_version=r.extractor_version,
+            grounding=[Grounding(g.span_id, g.path, g.role) for g in r.grounding],
+            payload=r.payload,
+            prompt_version=r.prompt_version,
+            model_id=r.model_id,
+        )
+        for r in records.values()
+        if r.grounding
+    ]
+    return compare(chosen, again)
 
 
 def span_frame(engine: Engine, sha: str) -> pl.DataFrame:

@@ -26,9 +26,10 @@ from kb_resources.store import reads
 from kb_resources.store.reads import ArtifactRecord
 
 
-def sample_blobs(sha: str, blob_ids: Sequence[str], size: int) -> list[str]:
-    """A deterministic sample of ``size`` blob ids (all when ``size`` < 0), stable per commit."""
-    unique = sorted(set(blob_ids))
+def stable_sample(sha: str, ids: Sequence[str], size: int) -> list[str]:
+    """A deterministic sample of ``size`` ids (all when ``size`` < 0): stable per commit, different
+    across commits, so a gate that samples sees other rows on the next commit."""
+    unique = sorted(set(ids))
     if size < 0 or size >= len(unique):
         return unique
     return sorted(unique, key=lambda b: hashlib.sha256(f"{sha}:{b}".encode()).hexdigest())[:size]
@@ -40,7 +41,7 @@ def cache_mismatches(
     """Blobs whose cached spans or facts differ from a fresh parse (empty when the cache is sound)."""
     with engine.connect() as conn:
         blob_ids = [f.blob_id for f in reads.commit_files(conn, sha) if f.mode in READABLE]
-        chosen = sample_blobs(sha, blob_ids, sample)
+        chosen = stable_sample(sha, blob_ids, sample)
         cached = reads.load_parsed_blobs(conn, parser_version(), chosen)
     bad = []
     for blob_id in chosen:

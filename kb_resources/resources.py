@@ -51,6 +51,7 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
     workers: int = 0
     watch_branches: str = ""
     verify_sample: int = 16
+    verify_max_files: int = 1000
     max_catchup: int = 50
     embed_provider: str = "local"
     embed_model: str = ""
@@ -71,6 +72,7 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
             watch_branches=",".join(settings.watch_branches),
             max_catchup=settings.max_catchup,
             verify_sample=settings.verify_sample,
+            verify_max_files=settings.verify_max_files,
             embed_provider=settings.embed_provider,
             embed_model=settings.embed_model or "",
             embed_batch_size=settings.embed_batch_size,

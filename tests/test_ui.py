@@ -78,6 +78,7 @@ def test_kb_ui_serves_the_asset_graph_on_loopback(kb_env: KbEnv, tmp_path: Path)
             "every_artifact_grounded",
             "ids_reproducible",
             "matches_grimp",
+            "extractions_reproducible",
             "zero_orphans",
             "blob_cache_reproduces",
             "invalidation_exact",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import sys
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from kb_assets.cli.progress import TerminalProgress
 from kb_assets.cli.session import Session
-from kb_assets.core.errors import KbError
+from kb_assets.core.errors import CheckFailedError, KbError
 from kb_assets.core.models import Gap
 from kb_assets.core.summary import IndexStats
 from kb_assets.indexing.progress import set_reporter
@@ -141,19 +142,43 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
     root.addFilter(_quiet_reconnects)
     progress = TerminalProgress(sys.stderr)
     set_reporter(progress)
+    run_id = str(uuid.uuid4())
     try:
         return defs.resolve_job_def(job).execute_in_process(
-            partition_key=sha, instance=instance, run_config=run_config, raise_on_error=True, tags=tags
+            partition_key=sha,
+            instance=instance,
+            run_config=run_config,
+            raise_on_error=True,
+            tags=tags,
+            run_id=run_id,
         )
     except KbError:
         raise
     except Exception as err:
+        if type(err).__name__ == "DagsterAssetCheckFailedError":
+            raise CheckFailedError(failed_checks(instance, run_id) or [str(err)]) from err
         lost = lost_store(err, session.store.url, session.store.engine.url.password)
         raise (lost or unwrap(err)) from err
     finally:
         progress.close()
         set_reporter(None)
         root.removeFilter(_quiet_reconnects)
+
+
+def failed_checks(instance: Any, run_id: str) -> list[str]:
+    """``asset.check: evidence`` of every failed ERROR-severity check of a run, from its event log
+    (a blocking failure ends ``execute_in_process`` with an exception, not a result to read)."""
+    from dagster import DagsterEventType
+
+    lines = []
+    for entry in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION):
+        evaluation = entry.dagster_event.event_specific_data
+        if evaluation.passed or evaluation.severity.value == "WARN":
+            continue
+        name = f"{evaluation.asset_key.to_user_string()}.{evaluation.check_name}"
+        evidence = evaluation.metadata.get("evidence")
+        lines.append(f"{name}: {evidence.value}" if evidence is not None else name)
+    return lines
 
 
 def _quiet_reconnects(record: logging.LogRecord) -> bool:

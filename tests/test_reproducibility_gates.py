@@ -1,0 +1,126 @@
+"""The reproducibility gates in their two shapes: a stored sample on the hot path of a large
+commit, and the full recomputation of every extractor in ``verify_commit`` (``kb verify``).
+
+"Large" is decided by ``KB_VERIFY_MAX_FILES``; these tests set it to 0 so a small fixture takes the
+large-commit path, and then prove that each gate fails on the defect it exists for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from kb_assets.core.extractors.imports import EXTRACTOR_ID as IMPORTS_ID
+from kb_assets.core.spans import ParseLimits
+from kb_gates import gates
+from kb_resources.git.repo import GitRepo
+from kb_resources.settings import load_settings
+from kb_resources.store import reads
+from kb_resources.store.engine import open_store
+from kb_resources.store.schema import artifact, staged_entry
+from tests.gitfixtures import build_repo
+from tests.kbfixtures import KbEnv
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture
+def large(kb_env: KbEnv, tmp_path: Path) -> tuple[KbEnv, Path, str]:
+    """The import-oracle fixture, indexed as if it were larger than KB_VERIFY_MAX_FILES."""
+    shas = build_repo(FIXTURES / "imports_oracle", tmp_path / "shop")
+    kb_env.extra["KB_VERIFY_MAX_FILES"] = "0"
+    indexed = kb_env.kb("index", tmp_path / "shop")
+    assert indexed.code == 0, indexed.stderr
+    return kb_env, tmp_path / "shop", shas[-1]
+
+
+def _engine_of(env: KbEnv, repo: Path) -> sa.Engine:
+    return open_store(load_settings(env.environ), GitRepo.open(repo).key()).engine
+
+
+def test_stored_sample_recomputes_the_staged_ids(large: tuple[KbEnv, Path, str]) -> None:
+    """On a large commit the blocking check recomputes ids from stored records: they match."""
+    env, repo, sha = large
+    engine = _engine_of(env, repo)
+    with engine.connect() as conn:
+        staged = reads.staged_artifact_ids(conn, sha, IMPORTS_ID)
+    assert staged
+    whole = gates.stored_ids_diff(engine, sha, IMPORTS_ID, sample=-1)
+    assert whole.equal, whole.evidence()
+    assert whole.matched == len(staged)
+    part = gates.stored_ids_diff(engine, sha, IMPORTS_ID, sample=2)
+    assert part.equal
+    assert part.matched == min(2, len(staged))
+
+
+def test_stored_sample_fails_on_a_record_that_no_longer_matches_its_id(
+    large: tuple[KbEnv, Path, str],
+) -> None:
+    """A stored payload that changed after its id was computed is caught by the sample check."""
+    env, repo, sha = large
+    engine = _engine_of(env, repo)
+    with engine.connect() as conn:
+        victim = reads.staged_artifact_ids(conn, sha, IMPORTS_ID)[0]
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(artifact)
+            .where(artifact.c.artifact_id == victim)
+            .values(payload=artifact.c.payload.op("||")(sa.text("""'{"tampered": true}'::jsonb""")))
+        )
+    diff = gates.stored_ids_diff(engine, sha, IMPORTS_ID, sample=-1)
+    assert not diff.equal
+    assert victim in diff.missing
+
+
+def test_verify_recomputes_every_extractor(large: tuple[KbEnv, Path, str]) -> None:
+    """``kb verify`` runs the full recomputation the index run deferred; it passes on a sound
+    snapshot and fails, naming the extractor, when the staged ids are not what resolution yields."""
+    env, repo, sha = large
+    verified = env.kb("verify", repo)
+    assert verified.code == 0, verified.stderr
+    assert "oracle_agreement.extractions_reproducible: passed" in verified.stdout
+    engine = _engine_of(env, repo)
+    with engine.begin() as conn:
+        dropped = conn.execute(
+            sa.delete(staged_entry)
+            .where(
+                staged_entry.c.sha == sha,
+                staged_entry.c.extractor_id == IMPORTS_ID,
+                staged_entry.c.artifact_id
+                == sa.select(sa.func.min(staged_entry.c.artifact_id))
+                .where(staged_entry.c.sha == sha, staged_entry.c.extractor_id == IMPORTS_ID)
+                .scalar_subquery(),
+            )
+            .returning(staged_entry.c.artifact_id)
+        ).scalar_one()
+    diffs = gates.extractions_diff(GitRepo.open(repo), engine, sha, limits=ParseLimits(), workers=0)
+    assert {name for name, d in diffs.items() if not d.equal} == {IMPORTS_ID}
+    assert diffs[IMPORTS_ID].extra == {dropped}
+    failed = env.kb("verify", repo)
+    assert failed.code == 1
+    assert "check failed: oracle_agreement.extractions_reproducible" in failed.stderr
+    assert IMPORTS_ID in failed.stderr
+
+
+def test_large_commit_is_blocked_when_a_stored_record_no_longer_matches(
+    large: tuple[KbEnv, Path, str],
+) -> None:
+    """Re-indexing the large commit runs ``ids_reproducible`` on the stored sample: a record that
+    was altered in the store stops the run (a recomputation alone would not notice: it yields the
+    same ids, and the altered row is not rewritten)."""
+    env, repo, sha = large
+    engine = _engine_of(env, repo)
+    with engine.connect() as conn:
+        victim = reads.staged_artifact_ids(conn, sha, IMPORTS_ID)[0]
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(artifact)
+            .where(artifact.c.artifact_id == victim)
+            .values(payload=artifact.c.payload.op("||")(sa.text("""'{"tampered": true}'::jsonb""")))
+        )
+    again = env.kb("index", repo)
+    assert again.code != 0
+    assert "import_edges.ids_reproducible" in again.stderr
+    assert victim[:12] in again.stderr or victim in again.stderr
