@@ -126,12 +126,16 @@ def test_embedded_store_keeps_one_database_per_repository(settings_factory: Sett
         assert (first.database, second.database) == ("kb_alpha", "kb_beta")
         url = first.dagster_storage_url()
         assert url.startswith("postgresql+psycopg2://postgres@/kb_alpha?host=")
-        assert url.endswith("&options=-csearch_path%3Ddagster")
+        assert "&options=-csearch_path%3Ddagster%20-csynchronous_commit%3Doff" in url
         from dagster_postgres.run_storage import PostgresRunStorage
 
         storage = PostgresRunStorage(postgres_url=url)
         assert storage.get_runs() == []
+        with storage._engine.connect() as dagster_conn:  # Dagster's sessions skip the flush wait ...
+            assert dagster_conn.scalar(sa.text("SHOW synchronous_commit")) == "off"
         storage.dispose()
+        with first.engine.connect() as conn:  # ... the knowledge store's own sessions do not
+            assert conn.scalar(sa.text("SHOW synchronous_commit")) == "on"
         with first.engine.connect() as conn:
             query = "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'dagster'"
             assert conn.scalar(sa.text(query))

@@ -25,6 +25,8 @@ from urllib.parse import quote
 import psutil
 from sqlalchemy.engine import URL
 
+from kb_resources.store.target import DAGSTER_SESSION_OPTION
+
 POSTGRES_USER = "postgres"
 
 _handles: dict[Path, int] = {}
@@ -154,7 +156,8 @@ class EmbeddedServer:
         """A psycopg2 SQLAlchemy URL for ``database``, as dagster-postgres needs it (see STACK.md)."""
         uri = f"postgresql+psycopg2://{POSTGRES_USER}@/{quote(database)}?host={quote(str(self.socket_dir))}"
         if search_path:
-            uri += "&options=" + quote(f"-csearch_path={search_path}", safe="")
+            options = f"-csearch_path={search_path} {DAGSTER_SESSION_OPTION}"
+            uri += "&options=" + quote(options, safe="")
         return uri
 
     def release(self) -> None:
