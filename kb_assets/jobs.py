@@ -4,9 +4,10 @@ Indexing materializes the deterministic assets with their invariant checks (the 
 stop the snapshot). The oracle checks — knowbase's edges and surface against grimp's and griffe's
 own view of the commit — export the tree and run other tools, which costs more than indexing a
 large repository, and so does recomputing every extractor to prove its ids reproducible (on a
-large commit the blocking check proves it on a stored sample only), so they live in their own job: ``kb index`` runs it inline for small commits
-(or with ``--verify``), ``kb verify`` runs it on demand, and the ``verify_after_index`` sensor
-runs it after every index run launched from Dagster.
+large commit the blocking check proves it on a stored sample only), so they live in their own
+job: ``kb index`` runs it inline for small commits (or with ``--verify``), ``kb verify`` runs it
+on demand, and the ``verify_after_index`` sensor runs it after every index run launched from
+Dagster.
 
 Kept apart from ``definitions`` so the sensors, the CLI runner and the Definitions share one
 description of these jobs without importing each other.

@@ -153,5 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def entry() -> NoReturn:
+    """The ``kb`` console script: ``main`` run as a batch process (see ``kb_assets.cli.process``)."""
+    from kb_assets.cli.process import exit_now, tune_collector
+
+    tune_collector()
+    exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

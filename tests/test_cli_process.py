@@ -1,0 +1,68 @@
+"""The ``kb`` console script as a batch process: it exits without the interpreter's teardown, so
+everything that must happen at exit is checked here on a real process (the embedded server is
+stopped, the output is complete, the exit code is the command's)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kb_assets.cli.process import COLLECTOR_THRESHOLDS
+from tests.gitfixtures import commit_tree, init_repo
+from tests.storefixtures import live_postmasters
+
+SHOW_THRESHOLDS = """
+import gc, sys
+from kb_assets.cli import main as cli
+cli.main = lambda argv=None: print(gc.get_threshold()) or 7
+cli.entry()
+"""
+
+
+def _kb(home: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"KB_DB_URL", "KB_HOME", "DAGSTER_HOME"}}
+    env.update({"KB_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")})
+    return subprocess.run(
+        [sys.executable, "-m", "kb_assets.cli.main", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+
+
+def test_a_kb_process_on_the_embedded_store_exits_cleanly(tmp_path: Path) -> None:
+    """Index and show through real processes: full output, exit codes kept, no server left."""
+    repo = init_repo(tmp_path / "r")
+    files = {f"pkg/m{i}.py": f"import os\n\n\ndef f{i}():\n    return os.sep\n" for i in range(30)}
+    commit_tree(repo, {**files, "pkg/__init__.py": ""}, "first")
+    home = tmp_path / "home"
+    indexed = _kb(home, "index", repo, "--no-verify")
+    assert indexed.returncode == 0, indexed.stderr
+    assert indexed.stdout.startswith("indexed ")
+    assert "kb: oracle checks deferred" in indexed.stderr  # the last line written before exit
+    assert live_postmasters(home / "pg") == []
+    exported = _kb(home, "export", repo)
+    assert exported.returncode == 0, exported.stderr
+    lines = exported.stdout.splitlines()
+    assert len(lines) >= 30  # every record, the last one whole: stdout was flushed before exiting
+    assert all(line.startswith("{") and line.endswith("}") for line in lines)
+    assert live_postmasters(home / "pg") == []
+    missing = _kb(home, "show", tmp_path / "not-a-repo")
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("kb: ")
+
+
+def test_the_console_script_tunes_the_collector_and_keeps_the_exit_code() -> None:
+    """``entry`` raises the collector's thresholds before the command runs and exits with the
+    command's code; ``main`` called in-process (tests, embedding) leaves the thresholds alone."""
+    proc = subprocess.run(
+        [sys.executable, "-c", SHOW_THRESHOLDS], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert proc.returncode == 7
+    assert proc.stdout.strip() == str(COLLECTOR_THRESHOLDS)
+    assert gc.get_threshold() != COLLECTOR_THRESHOLDS
