@@ -22,7 +22,6 @@ from kb_assets.indexing.load import load_program
 from kb_assets.indexing.parse import READABLE
 from kb_gates.griffe_oracle import Entry, griffe_surface
 from kb_gates.grimp_oracle import grimp_graph
-from kb_gates.history import stable_sample
 from kb_gates.metrics import SetDiff, compare
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
@@ -73,8 +72,7 @@ def stored_ids_diff(engine: Engine, sha: str, extractor_id: str, *, sample: int)
     full recomputation runs in ``verify_commit``.
     """
     with engine.connect() as conn:
-        staged = reads.staged_artifact_ids(conn, sha, extractor_id)
-        chosen = stable_sample(sha, staged, sample)
+        chosen = reads.staged_sample(conn, sha, extractor_id, sample)
         records = reads.records_by_id(conn, sha, chosen)
     again = [
         artifact_id(

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from kb_assets.core.extractors.imports import EXTRACTOR_ID as IMPORTS_ID
 from kb_assets.core.spans import ParseLimits
 from kb_gates import gates
+from kb_gates.history import stable_sample
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
@@ -50,6 +51,11 @@ def test_stored_sample_recomputes_the_staged_ids(large: tuple[KbEnv, Path, str])
     whole = gates.stored_ids_diff(engine, sha, IMPORTS_ID, sample=-1)
     assert whole.equal, whole.evidence()
     assert whole.matched == len(staged)
+    with engine.connect() as conn:  # the server picks the sample exactly as the Python rule does
+        for size in (0, 2, 5, -1):
+            picked = reads.staged_sample(conn, sha, IMPORTS_ID, size)
+            assert set(picked) == set(stable_sample(sha, staged, size))
+            assert len(picked) == len(set(picked))
     part = gates.stored_ids_diff(engine, sha, IMPORTS_ID, sample=2)
     assert part.equal
     assert part.matched == min(2, len(staged))

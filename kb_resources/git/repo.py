@@ -41,6 +41,10 @@ class CommitInfo:
     message: str
 
 
+LISTINGS_KEPT = 4
+"""Tree listings a ``GitRepo`` keeps (oldest dropped first): a run needs one commit and its base."""
+
+
 class GitRepo:
     """A git repository, read-only, addressed by commit sha."""
 
@@ -61,6 +65,8 @@ class GitRepo:
         self.is_bare = repo.is_bare
         self.root = Path(repo.workdir).resolve() if repo.workdir and not repo.is_bare else self.git_dir
         self._key = repo_key(common_dir(self.git_dir))
+        self._listings: dict[str, TreeListing] = {}
+        self._listings_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: str | Path) -> GitRepo:
@@ -119,9 +125,22 @@ class GitRepo:
         )
 
     def tree_listing(self, sha: str) -> TreeListing:
-        """The commit's `.py` entries and the gaps of entries that could not be listed (bad paths)."""
-        commit = self._commit(sha)
-        return list_python_files(self._repo.odb, commit.tree)
+        """The commit's `.py` entries and the gaps of entries that could not be listed (bad paths).
+
+        A commit's tree never changes, and one index run asks for it about ten times (ingest, the
+        reproducibility checks' size test, the oracles), which on Django is ~0.1 s each: the
+        listings of the last few commits are kept."""
+        full = str(self._commit(sha).id)
+        with self._listings_lock:
+            known = self._listings.get(full)
+        if known is not None:
+            return known
+        listing = list_python_files(self._repo.odb, self._commit(full).tree)
+        with self._listings_lock:
+            self._listings[full] = listing
+            while len(self._listings) > LISTINGS_KEPT:
+                del self._listings[next(iter(self._listings))]
+        return listing
 
     def python_files(self, sha: str) -> tuple[FileEntry, ...]:
         """Every `.py` entry of the commit's tree, sorted by path; see ``tree_listing`` for the gaps."""

@@ -25,6 +25,7 @@ from kb_resources.store.commit_reads import (
     staged_artifact_ids,
     staged_grounding_counts,
     staged_payloads,
+    staged_sample,
     ungrounded_staged,
 )
 from kb_resources.store.location_reads import (
@@ -108,6 +109,7 @@ __all__ = [
     "staged_grounding_counts",
     "staged_keys",
     "staged_payloads",
+    "staged_sample",
     "ungrounded_staged",
 ]
 
