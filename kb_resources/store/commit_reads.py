@@ -7,6 +7,7 @@ same on every server whatever its locale, so digests and listings are determinis
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from typing import Any
 
 import sqlalchemy as sa
@@ -47,6 +48,14 @@ def staged_artifact_ids(conn: sa.Connection, sha: str, extractor_id: str) -> lis
         .order_by(staged_entry.c.artifact_id)
     )
     return list(conn.scalars(query))
+
+
+def staged_count(conn: sa.Connection, sha: str, extractor_ids: Collection[str]) -> int:
+    """How many entries the extractors ``extractor_ids`` staged for ``sha`` (one per extractor and
+    artifact), counted by the server."""
+    s = staged_entry.c
+    query = sa.select(sa.func.count()).where(s.sha == sha, s.extractor_id.in_(sorted(set(extractor_ids))))
+    return int(conn.scalar(query) or 0)
 
 
 def staged_sample(conn: sa.Connection, sha: str, extractor_id: str, size: int) -> list[str]:
