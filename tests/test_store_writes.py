@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kb_assets.core.models import Gap, Grounding, ParsedBlob
-from kb_resources.store import reads, writes
+from kb_resources.store import commit_reads, reads, writes
+from kb_resources.store.bulk import stored_keys
 from kb_resources.store.engine import Store
 from kb_resources.store.schema import metadata
 from tests.storefixtures import (
@@ -110,16 +113,53 @@ def test_snapshot_records_take_their_lines_from_the_commit_s_occurrences(store: 
     assert [r.logical_key for r in only_entities] == ["a:first"]
 
 
-def test_orphans_counts_grounding_without_an_occurrence(store: Store) -> None:
-    """A snapshot artifact grounded at a path where its span does not occur is counted as an orphan."""
+@pytest.mark.parametrize("few_staged", [commit_reads.FEW_STAGED, 0], ids=["few", "many"])
+def test_orphans_counts_grounding_without_an_occurrence(
+    store: Store, few_staged: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot artifact grounded at a path where its span does not occur is counted as an orphan,
+    and the every_artifact_grounded read names it whichever plan a staged set of its size gets."""
+    monkeypatch.setattr(commit_reads, "FEW_STAGED", few_staged)
     item = grounded("call:lost", [Grounding(ALPHA.span_id, "gone.py", "caller")])
+    fine = grounded("call:alpha", [Grounding(ALPHA.span_id, "m.py", "caller")])
     with store.engine.begin() as conn:
         seed_commit(conn, SHA1, {"m.py": [ALPHA]})
-        publish(conn, SHA1, [item])
+        publish(conn, SHA1, [item, fine])
         assert reads.orphans(conn, SHA1)["grounding_without_occurrence"] == 1
         assert reads.ungrounded_staged(conn, SHA1, "test", PARSER_VERSION) == [item.artifact_id]
-        (record,) = reads.snapshot_records(conn, SHA1)
-    assert record.grounding[0].start_line is None
+        counts = reads.staged_grounding_counts(conn, SHA1, "test")
+        assert counts == sorted([(item.artifact_id, "call:lost", 1), (fine.artifact_id, "call:alpha", 1)])
+        lost = next(r for r in reads.snapshot_records(conn, SHA1) if r.logical_key == "call:lost")
+    assert lost.grounding[0].start_line is None
+
+
+def test_insert_artifacts_sends_only_what_is_not_stored(store: Store) -> None:
+    """A batch that mixes stored and new artifacts writes the new ones with all their grounding and
+    leaves the stored ones' rows as they were; ``stored_keys`` tells the two apart."""
+    old = grounded("call:old", [Grounding(ALPHA.span_id, "m.py", "caller")])
+    new = grounded(
+        "call:new", [Grounding(ALPHA.span_id, "m.py", "caller"), Grounding(BETA.span_id, "m.py", "callee")]
+    )
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA]})
+        assert writes.insert_artifacts(conn, [old]) == 1
+    before = _everything(store)
+    with store.engine.begin() as conn:
+        assert stored_keys(conn, "artifact", "artifact_id", [old.artifact_id, new.artifact_id]) == {
+            old.artifact_id
+        }
+        assert writes.insert_artifacts(conn, [new, old]) == 1
+        publish(conn, SHA1, [old, new])
+    after = _everything(store)
+    assert next(r for r in after["artifact"] if r not in before["artifact"])[0] == new.artifact_id
+    added = [r for r in after["artifact_derived_from"] if r not in before["artifact_derived_from"]]
+    assert sorted(r[:2] for r in added) == sorted(
+        [(new.artifact_id, ALPHA.span_id), (new.artifact_id, BETA.span_id)]
+    )
+    with store.engine.connect() as conn:
+        records = {r.logical_key: r for r in reads.snapshot_records(conn, SHA1)}
+    assert [g.span_id for g in records["call:old"].grounding] == [ALPHA.span_id]
+    assert len(records["call:new"].grounding) == 2
 
 
 def test_copy_round_trips_awkward_text(store: Store) -> None:

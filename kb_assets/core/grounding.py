@@ -32,9 +32,15 @@ def known_occurrences(program: Program) -> frozenset[tuple[str, str]]:
     return found
 
 
+def _grounding_order(g: Grounding) -> tuple[str, str, str]:
+    """``Grounding``'s own (dataclass) order as a plain tuple key: the same order, sorted without
+    a generated ``__lt__`` call per comparison."""
+    return (g.span_id, g.path, g.role)
+
+
 def check_grounding(draft: Draft, occurrences: frozenset[tuple[str, str]]) -> tuple[Grounding, ...]:
     """The draft's grounding, de-duplicated and sorted; raises if empty or pointing nowhere."""
-    rows = tuple(sorted(set(draft.grounding)))
+    rows = tuple(sorted(set(draft.grounding), key=_grounding_order))
     if not rows:
         raise GroundingError(draft.logical_key)
     for g in rows:

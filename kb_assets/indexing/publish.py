@@ -20,7 +20,7 @@ def publish_commit(
 ) -> tuple[IndexStats, dict[str, int], list[Gap]]:
     """Publish the staged artifacts of every registered extractor as the commit's snapshot."""
     with engine.begin() as conn:
-        staged = reads.staged_count(conn, sha, [ex.extractor_id for ex in EXTRACTORS])
+        staged = reads.staged_total(conn, sha, [ex.extractor_id for ex in EXTRACTORS])
         spans = reads.occurrence_count(conn, sha, parser_version())
         gaps = reads.gaps(conn, sha)
         stats = IndexStats(

@@ -23,10 +23,10 @@ from kb_resources.store.commit_reads import (
     occurrence_digest,
     snapshot_artifact_ids,
     staged_artifact_ids,
-    staged_count,
     staged_grounding_counts,
     staged_payloads,
     staged_sample,
+    staged_total,
     ungrounded_staged,
 )
 from kb_resources.store.location_reads import (
@@ -107,11 +107,11 @@ __all__ = [
     "span_occurrences",
     "spans_covering",
     "staged_artifact_ids",
-    "staged_count",
     "staged_grounding_counts",
     "staged_keys",
     "staged_payloads",
     "staged_sample",
+    "staged_total",
     "ungrounded_staged",
 ]
 
@@ -281,7 +281,11 @@ def gaps(conn: sa.Connection, sha: str) -> list[Gap]:
 
 
 def artifact_counts(conn: sa.Connection, sha: str) -> dict[str, int]:
-    """How many artifacts of each kind the snapshot of ``sha`` holds."""
+    """How many artifacts of each kind the snapshot of ``sha`` holds.
+
+    Planned as the whole-snapshot read it is: just published, the sha has no statistics and the
+    planner probed ``artifact`` once per entry (88k probes, 0.3-0.6 s on Django).
+    """
     query = (
         sa.select(artifact.c.kind, sa.func.count())
         .join(snapshot_entry, snapshot_entry.c.artifact_id == artifact.c.artifact_id)
@@ -289,7 +293,8 @@ def artifact_counts(conn: sa.Connection, sha: str) -> dict[str, int]:
         .group_by(artifact.c.kind)
         .order_by(artifact.c.kind.collate("C"))
     )
-    return {kind: count for kind, count in conn.execute(query).all()}
+    with whole_snapshot_plan(conn):
+        return {kind: count for kind, count in conn.execute(query).all()}
 
 
 def branches(conn: sa.Connection) -> dict[str, str]:

@@ -23,7 +23,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from kb_assets.core.errors import GroundingError
 from kb_assets.core.ids import canonical_json
 from kb_assets.core.models import JSON, Artifact, Gap, ParsedBlob
-from kb_resources.store.bulk import ANALYZE_AFTER_ROWS, copy_new_rows, copy_rows
+from kb_resources.store.bulk import ANALYZE_AFTER_ROWS, copy_new_rows, copy_rows, stored_keys
 from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
@@ -120,6 +120,13 @@ def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
     for item in batch:
         if not item.grounding:
             raise GroundingError(item.logical_key)
+    # An artifact is content-addressed and stored together with its grounding in one transaction,
+    # so a stored id already has every row this batch would send: a one-file commit re-derives
+    # ~88k artifacts of Django of which a handful are new, and only those are serialized and sent.
+    stored = stored_keys(conn, "artifact", "artifact_id", {a.artifact_id for a in batch})
+    batch = [a for a in batch if a.artifact_id not in stored]
+    if not batch:
+        return 0
     artifact_rows = [
         (
             a.artifact_id,
