@@ -22,6 +22,7 @@ function), so that whatever changes how an edge is resolved changes its identity
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 
 from kb_assets.core.callgraph.collect import collect_calls
 from kb_assets.core.callgraph.graph import Edge, call_graph, paused_gc
@@ -65,35 +66,51 @@ class CallsExtractor:
 
 
 class _Groundings:
-    """Grounding edges by (path, span, role), made once: thousands of edges share a caller span."""
+    """Grounding edges by (path, span), made once: thousands of edges share a caller span, and most
+    share their ``via`` span set with many others, so each set's edges are made once too."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self.made: dict[tuple[str, int, str], Grounding] = {}
+        self.made: dict[tuple[str, int], tuple[str, Grounding, Grounding, Grounding]] = {}
+        self.vias: dict[frozenset[tuple[str, int]], list[tuple[tuple[str, int], Grounding]]] = {}
 
-    def __call__(self, path: str, span: int, role: str) -> Grounding:
-        key = (path, span, role)
+    def __call__(self, path: str, span: int) -> tuple[str, Grounding, Grounding, Grounding]:
+        """The span's id and its ``caller``, ``callee`` and ``via`` grounding edges."""
+        key = (path, span)
         found = self.made.get(key)
         if found is None:
-            found = self.made[key] = self.program.files[path].ground(span, role)
+            source = self.program.files[path]
+            found = self.made[key] = (
+                source.spans[span].span_id,
+                source.ground(span, "caller"),
+                source.ground(span, "callee"),
+                source.ground(span, "via"),
+            )
         return found
 
-    def span_id(self, path: str, span: int) -> str:
-        return self.program.files[path].spans[span].span_id
+    def via(self, spans: frozenset[tuple[str, int]]) -> list[tuple[tuple[str, int], Grounding]]:
+        """The ``via`` grounding edge of every span of a set (keyed by the set: sets are shared)."""
+        found = self.vias.get(spans)
+        if found is None:
+            found = self.vias[spans] = [(key, self(*key)[3]) for key in spans]
+        return found
+
+
+_ORDER = attrgetter("span_id", "path", "role")
+"""``Grounding``'s own order (its fields in turn), as a sort key: much cheaper than ``__lt__``."""
 
 
 def _draft(ground: _Groundings, edge: Edge) -> Draft:
     offsets: dict[str, set[int]] = {}
-    callers: set[tuple[str, int]] = set()
+    callers: dict[tuple[str, int], Grounding] = {}
     for path, span, offset in edge.sites:
-        offsets.setdefault(ground.span_id(path, span), set()).add(offset)
-        callers.add((path, span))
+        span_id, caller, _, _ = ground(path, span)
+        offsets.setdefault(span_id, set()).add(offset)
+        callers[path, span] = caller
     callees = edge.callee_spans
-    grounding = {ground(p, s, "caller") for p, s in callers}
-    grounding.update(ground(p, s, "callee") for p, s in callees)
-    grounding.update(
-        ground(p, s, "via") for p, s in edge.via if (p, s) not in callers and (p, s) not in callees
-    )
+    grounding = set(callers.values())
+    grounding.update(ground(p, s)[2] for p, s in callees)
+    grounding.update(g for key, g in ground.via(edge.via) if key not in callers and key not in callees)
     payload: dict[str, JSON] = {
         "caller": edge.caller.dotted,
         "callee": edge.callee.dotted,
@@ -101,4 +118,6 @@ def _draft(ground: _Groundings, edge: Edge) -> Draft:
         "site_offsets": {sid: sorted(offs) for sid, offs in sorted(offsets.items())},
     }
     key = f"call:{edge.caller.dotted}->{edge.callee.dotted}"
-    return Draft(kind="call_edge", logical_key=key, payload=payload, grounding=tuple(sorted(grounding)))
+    return Draft(
+        kind="call_edge", logical_key=key, payload=payload, grounding=tuple(sorted(grounding, key=_ORDER))
+    )
