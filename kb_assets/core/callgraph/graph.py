@@ -52,9 +52,9 @@ class Edge:
 
     __slots__ = ("callee", "callee_spans", "caller", "forms", "main", "sites", "via")
 
-    def __init__(self, caller: Def, callee: Def) -> None:
+    def __init__(self, caller: Def, callee: Def, callee_spans: tuple[Span, ...]) -> None:
         self.caller, self.callee = caller, callee
-        self.callee_spans: tuple[Span, ...] = ((callee.path, callee.span),)
+        self.callee_spans = callee_spans
         """The callee's definition spans (more than one when a name is defined twice)."""
         self.forms: Forms = NO_FORMS
         self.sites: list[tuple[str, int, int]] = []
@@ -93,6 +93,8 @@ class CallGraph:
     gaps: list[Gap] = field(default_factory=list)
     stats: Counter[str] = field(default_factory=Counter)
     _out: dict[str, list[Edge]] | None = None
+    _spans: dict[Span, tuple[Span, ...]] = field(default_factory=dict)
+    """One shared ``callee_spans`` tuple per callee span: most edges have no other (memory)."""
 
     def add_edge(self, caller: Def, target: Target, site: tuple[str, int, int], main: bool) -> None:
         """Record one resolved call site of ``caller`` (at ``site``: path, span, line offset)."""
@@ -100,7 +102,11 @@ class CallGraph:
         key = (caller.dotted, callee.dotted)
         edge = self.edges.get(key)
         if edge is None:
-            edge = self.edges[key] = Edge(caller, callee)
+            span = (callee.path, callee.span)
+            spans = self._spans.get(span)
+            if spans is None:
+                spans = self._spans[span] = (span,)
+            edge = self.edges[key] = Edge(caller, callee, spans)
             self.nodes.setdefault(caller.dotted, caller)
             self.nodes.setdefault(callee.dotted, callee)
         if callee is not edge.callee and (callee.path, callee.span) not in edge.callee_spans:
@@ -161,6 +167,7 @@ def _build(program: Program) -> CallGraph:
             _site(graph, passings, ref, caller, site)
     passings.resolve(graph)
     ev.release()
+    graph._spans.clear()
     for path in sorted(scopes.files):
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))

@@ -51,6 +51,13 @@ class Scopes:
             self.records[source.path] = scopes
             self.by_span[source.path] = {int(s["s"]): i for i, s in enumerate(scopes)}
 
+    def release(self) -> None:
+        """Drop the per-scope caches (definitions, name tables, enclosing scopes): each is a function
+        of the call facts alone, so they are rebuilt identically when asked again."""
+        self._defs.clear()
+        self._names.clear()
+        self._enclosing.clear()
+
     def refs(self) -> Iterator[ScopeRef]:
         """Every scope of every file, in path then scope order."""
         for path in sorted(self.records):

@@ -22,7 +22,6 @@ function), so that whatever changes how an edge is resolved changes its identity
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import attrgetter
 
 from kb_assets.core.callgraph.collect import collect_calls
 from kb_assets.core.callgraph.graph import Edge, call_graph, paused_gc
@@ -65,52 +64,64 @@ class CallsExtractor:
         return {**rendered, "lines": lines}
 
 
+_Key = tuple[str, str, str]
+"""A grounding edge's fields (span id, path, role): hashed and ordered in C, unlike ``Grounding``."""
+
+
 class _Groundings:
     """Grounding edges by (path, span), made once: thousands of edges share a caller span, and most
-    share their ``via`` span set with many others, so each set's edges are made once too."""
+    share their ``via`` span set with many others, so each set's edges are made once too. Edges are
+    handled as ``_Key`` tuples (same equality and order as ``Grounding``) until the draft is built."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self.made: dict[tuple[str, int], tuple[str, Grounding, Grounding, Grounding]] = {}
-        self.vias: dict[frozenset[tuple[str, int]], list[tuple[tuple[str, int], Grounding]]] = {}
+        self.made: dict[tuple[str, int], tuple[str, _Key, _Key, _Key]] = {}
+        self.vias: dict[frozenset[tuple[str, int]], list[tuple[tuple[str, int], _Key]]] = {}
+        self.edges: dict[_Key, Grounding] = {}
 
-    def __call__(self, path: str, span: int) -> tuple[str, Grounding, Grounding, Grounding]:
-        """The span's id and its ``caller``, ``callee`` and ``via`` grounding edges."""
+    def __call__(self, path: str, span: int) -> tuple[str, _Key, _Key, _Key]:
+        """The span's id and the keys of its ``caller``, ``callee`` and ``via`` grounding edges."""
         key = (path, span)
         found = self.made.get(key)
         if found is None:
-            source = self.program.files[path]
+            span_id = self.program.files[path].spans[span].span_id
             found = self.made[key] = (
-                source.spans[span].span_id,
-                source.ground(span, "caller"),
-                source.ground(span, "callee"),
-                source.ground(span, "via"),
+                span_id,
+                (span_id, path, "caller"),
+                (span_id, path, "callee"),
+                (span_id, path, "via"),
             )
         return found
 
-    def via(self, spans: frozenset[tuple[str, int]]) -> list[tuple[tuple[str, int], Grounding]]:
-        """The ``via`` grounding edge of every span of a set (keyed by the set: sets are shared)."""
+    def via(self, spans: frozenset[tuple[str, int]]) -> list[tuple[tuple[str, int], _Key]]:
+        """The ``via`` edge key of every span of a set (keyed by the set: sets are shared)."""
         found = self.vias.get(spans)
         if found is None:
             found = self.vias[spans] = [(key, self(*key)[3]) for key in spans]
         return found
 
-
-_ORDER = attrgetter("span_id", "path", "role")
-"""``Grounding``'s own order (its fields in turn), as a sort key: much cheaper than ``__lt__``."""
+    def grounding(self, keys: set[_Key]) -> tuple[Grounding, ...]:
+        """The edges of ``keys`` in ``Grounding`` order, each edge object made once."""
+        out = []
+        for key in sorted(keys):
+            found = self.edges.get(key)
+            if found is None:
+                found = self.edges[key] = Grounding(*key)
+            out.append(found)
+        return tuple(out)
 
 
 def _draft(ground: _Groundings, edge: Edge) -> Draft:
     offsets: dict[str, set[int]] = {}
-    callers: dict[tuple[str, int], Grounding] = {}
+    callers: dict[tuple[str, int], _Key] = {}
     for path, span, offset in edge.sites:
         span_id, caller, _, _ = ground(path, span)
         offsets.setdefault(span_id, set()).add(offset)
         callers[path, span] = caller
     callees = edge.callee_spans
-    grounding = set(callers.values())
-    grounding.update(ground(p, s)[2] for p, s in callees)
-    grounding.update(g for key, g in ground.via(edge.via) if key not in callers and key not in callees)
+    keys = set(callers.values())
+    keys.update(ground(p, s)[2] for p, s in callees)
+    keys.update(k for span, k in ground.via(edge.via) if span not in callers and span not in callees)
     payload: dict[str, JSON] = {
         "caller": edge.caller.dotted,
         "callee": edge.callee.dotted,
@@ -118,6 +129,4 @@ def _draft(ground: _Groundings, edge: Edge) -> Draft:
         "site_offsets": {sid: sorted(offs) for sid, offs in sorted(offsets.items())},
     }
     key = f"call:{edge.caller.dotted}->{edge.callee.dotted}"
-    return Draft(
-        kind="call_edge", logical_key=key, payload=payload, grounding=tuple(sorted(grounding, key=_ORDER))
-    )
+    return Draft(kind="call_edge", logical_key=key, payload=payload, grounding=ground.grounding(keys))
