@@ -53,6 +53,7 @@ class CallsExtractor:
             graph = call_graph(program)
             grounds = _Groundings(program)
             drafts = tuple(_draft(grounds, graph.edges[key]) for key in sorted(graph.edges))
+            del grounds  # before the collector resumes: it would walk every cached key once more
         return Extraction(drafts=drafts, gaps=tuple(graph.gaps))
 
     def render(self, payload: Mapping[str, JSON], grounding: Sequence[LocatedGrounding]) -> dict[str, JSON]:
@@ -114,7 +115,11 @@ class _Groundings:
 def _draft(ground: _Groundings, edge: Edge) -> Draft:
     offsets: dict[str, set[int]] = {}
     callers: dict[tuple[str, int], _Key] = {}
-    for path, span, offset in edge.sites:
+    own = (edge.caller.path, edge.caller.span)
+    if edge.offsets:
+        span_id, callers[own], _, _ = ground(*own)
+        offsets[span_id] = set(edge.offsets)
+    for path, span, offset in edge.others or ():
         span_id, caller, _, _ = ground(path, span)
         offsets.setdefault(span_id, set()).add(offset)
         callers[path, span] = caller
