@@ -50,7 +50,7 @@ def load(repo: GitRepo, sha: str, cache: Path | None) -> Program:
     cached = cache / f"program-{sha[:12]}-{parser_version()[:12]}.pickle" if cache else None
     if cached is not None and cached.exists():
         with cached.open("rb") as f:
-            program: Program = pickle.load(f)  # noqa: S301 - our own cache file
+            program: Program = pickle.load(f)  # our own cache file
         return program
     files = {entry.path: repo.read_blob(entry.blob_id) for entry in repo.python_files(sha)}
     built = program_from_files(files, sha=sha)
