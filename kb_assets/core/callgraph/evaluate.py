@@ -45,6 +45,7 @@ from kb_assets.core.symbols.table import SymbolTable
 
 _BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 _UNSET = object()
+_ACTIVE = object()
 
 
 class Evaluator:
@@ -54,8 +55,8 @@ class Evaluator:
         self.scopes, self.table = scopes, table
         self.hierarchy = Hierarchy(scopes, self.expr)
         self.members = Members(self)
-        self._memo: dict[tuple[ScopeRef, str], Resolved | None] = {}
-        self._active: set[tuple[ScopeRef, str]] = set()
+        self._memo: dict[tuple[ScopeRef, str], object] = {}
+        """(scope, expression) -> its ``Resolved`` or None, or ``_ACTIVE`` while being evaluated."""
         self._globals: dict[tuple[str, str], object] = {}
         self._receivers: dict[ScopeRef, object] = {}
 
@@ -68,15 +69,18 @@ class Evaluator:
         self.hierarchy.release()
 
     def expr(self, ref: ScopeRef, expr: str) -> Resolved | None:
-        """What the expression string ``expr`` is, evaluated in scope ``ref``."""
+        """What the expression string ``expr`` is, evaluated in scope ``ref``.
+
+        The memo doubles as the cycle guard: while a key is being evaluated it maps to ``_ACTIVE``,
+        and evaluating it again meanwhile answers unknown (one dictionary, not a memo and a set:
+        this runs a few hundred thousand times per commit, so it is also evaluated inline)."""
         key = (ref, expr)
-        found = self._memo.get(key, _UNSET)
+        memo = self._memo
+        found = memo.get(key, _UNSET)
         if found is not _UNSET:
-            return found  # type: ignore[return-value]
-        if key in self._active:
-            return None
-        self._active.add(key)
-        try:  # evaluated inline, not in a helper: this runs a few hundred thousand times per commit
+            return None if found is _ACTIVE else found  # type: ignore[return-value]
+        memo[key] = _ACTIVE
+        try:
             parts = segments(expr)
             head, calls = parts[0]
             if head == "super" and calls:
@@ -85,9 +89,10 @@ class Evaluator:
                 result = self.name(ref, head)
             else:
                 result = self.apply(self.expr(ref, head), calls, parts[1:])
-        finally:
-            self._active.discard(key)
-        self._memo[key] = result
+        except BaseException:
+            del memo[key]
+            raise
+        memo[key] = result
         return result
 
     def apply(

@@ -113,16 +113,21 @@ class _Groundings:
 
 
 def _draft(ground: _Groundings, edge: Edge) -> Draft:
-    offsets: dict[str, set[int]] = {}
     callers: dict[tuple[str, int], _Key] = {}
     own = (edge.caller.path, edge.caller.span)
-    if edge.offsets:
+    if edge.others is None:  # the usual case: every site in the caller's one span
         span_id, callers[own], _, _ = ground(*own)
-        offsets[span_id] = set(edge.offsets)
-    for path, span, offset in edge.others or ():
-        span_id, caller, _, _ = ground(path, span)
-        offsets.setdefault(span_id, set()).add(offset)
-        callers[path, span] = caller
+        site_offsets: dict[str, JSON] = {span_id: sorted(set(edge.offsets))}
+    else:
+        offsets: dict[str, set[int]] = {}
+        if edge.offsets:
+            span_id, callers[own], _, _ = ground(*own)
+            offsets[span_id] = set(edge.offsets)
+        for path, span, offset in edge.others:
+            span_id, caller, _, _ = ground(path, span)
+            offsets.setdefault(span_id, set()).add(offset)
+            callers[path, span] = caller
+        site_offsets = {sid: sorted(offs) for sid, offs in sorted(offsets.items())}
     callees = edge.callee_spans
     keys = set(callers.values())
     keys.update(ground(p, s)[2] for p, s in callees)
@@ -131,7 +136,7 @@ def _draft(ground: _Groundings, edge: Edge) -> Draft:
         "caller": edge.caller.dotted,
         "callee": edge.callee.dotted,
         "forms": form_names(edge.forms),
-        "site_offsets": {sid: sorted(offs) for sid, offs in sorted(offsets.items())},
+        "site_offsets": site_offsets,
     }
     key = f"call:{edge.caller.dotted}->{edge.callee.dotted}"
     return Draft(kind="call_edge", logical_key=key, payload=payload, grounding=ground.grounding(keys))
