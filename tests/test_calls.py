@@ -6,9 +6,10 @@ each test pins one resolution rule in milliseconds; ``test_calls_oracle`` covers
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Mapping
 
-from kb_assets.core.callgraph.graph import CallGraph, build
+from kb_assets.core.callgraph.graph import CallGraph, build, paused_gc
 from kb_assets.core.extractors.base import LocatedGrounding
 from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.grounding import build_artifacts
@@ -240,3 +241,41 @@ def test_a_parameter_is_only_called_where_it_is_bound() -> None:
     assert ("m", "m.handler") not in edges
     assert ("m.wraps.inner", "m.view") in edges
     assert ("m.wraps.inner", "m.Decorated") not in edges
+
+
+def test_a_caller_defined_twice_keeps_the_sites_of_both_definitions() -> None:
+    """Two ``def f`` in one module are one dotted caller: the edge keeps the sites of each definition
+    (grounded on both spans, offsets per span) and renders every line."""
+    source = "def g(): pass\n\ndef f():\n    g()\n\ndef f():\n    pass\n    g()\n"
+    program = program_from_files({"m.py": source})
+    (draft,) = CallsExtractor().resolve(program).drafts
+    spans = {s.span_id: s.start_line for s in program.files["m.py"].spans}
+    callers = [g for g in draft.grounding if g.role == "caller"]
+    assert len(callers) == 2
+    offsets = draft.payload["site_offsets"]
+    assert isinstance(offsets, dict)
+    assert sorted(spans[sid] + off for sid, offs in offsets.items() for off in offs) == [4, 8]
+    assert list(draft.grounding) == sorted(draft.grounding)
+
+
+def test_what_outlives_the_paused_collector_lands_in_the_oldest_generation() -> None:
+    """Objects made while the collector is paused are moved to the oldest generation on the way out
+    (not walked as young objects), the collector runs again, and objects frozen by someone else stay
+    frozen."""
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+        kept = [[i] for i in range(1000)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert id(kept) in oldest
+    assert id(kept[0]) in oldest
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with paused_gc():
+            pass
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()

@@ -45,6 +45,7 @@ from kb_assets.core.symbols.table import SymbolTable
 
 _BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 _UNSET = object()
+_ACTIVE = object()
 
 
 class Evaluator:
@@ -54,38 +55,45 @@ class Evaluator:
         self.scopes, self.table = scopes, table
         self.hierarchy = Hierarchy(scopes, self.expr)
         self.members = Members(self)
-        self._memo: dict[tuple[ScopeRef, str], Resolved | None] = {}
-        self._active: set[tuple[ScopeRef, str]] = set()
+        self._memo: dict[tuple[ScopeRef, str], object] = {}
+        """(scope, expression) -> its ``Resolved`` or None, or ``_ACTIVE`` while being evaluated."""
         self._globals: dict[tuple[str, str], object] = {}
+        self._receivers: dict[ScopeRef, object] = {}
 
     def release(self) -> None:
-        """Drop the per-expression memo (one entry per call site; refilled on demand)."""
+        """Drop the per-expression memo (one entry per call site; refilled on demand) and the pure
+        per-scope caches: the graph keeps its evaluator, and these are most of what it would hold."""
         self._memo.clear()
+        self._receivers.clear()
+        self.scopes.release()
+        self.hierarchy.release()
 
     def expr(self, ref: ScopeRef, expr: str) -> Resolved | None:
-        """What the expression string ``expr`` is, evaluated in scope ``ref``."""
-        key = (ref, expr)
-        found = self._memo.get(key, _UNSET)
-        if found is not _UNSET:
-            return found  # type: ignore[return-value]
-        if key in self._active:
-            return None
-        self._active.add(key)
-        try:
-            result = self._expr(ref, expr)
-        finally:
-            self._active.discard(key)
-        self._memo[key] = result
-        return result
+        """What the expression string ``expr`` is, evaluated in scope ``ref``.
 
-    def _expr(self, ref: ScopeRef, expr: str) -> Resolved | None:
-        parts = segments(expr)
-        head, calls = parts[0]
-        if head == "super" and calls:
-            return self.apply(self._super(ref), calls - 1, parts[1:])
-        if len(parts) == 1 and calls == 0:
-            return self.name(ref, head)
-        return self.apply(self.expr(ref, head), calls, parts[1:])
+        The memo doubles as the cycle guard: while a key is being evaluated it maps to ``_ACTIVE``,
+        and evaluating it again meanwhile answers unknown (one dictionary, not a memo and a set:
+        this runs a few hundred thousand times per commit, so it is also evaluated inline)."""
+        key = (ref, expr)
+        memo = self._memo
+        found = memo.get(key, _UNSET)
+        if found is not _UNSET:
+            return None if found is _ACTIVE else found  # type: ignore[return-value]
+        memo[key] = _ACTIVE
+        try:
+            parts = segments(expr)
+            head, calls = parts[0]
+            if head == "super" and calls:
+                result = self.apply(self._super(ref), calls - 1, parts[1:])
+            elif calls == 0 and len(parts) == 1:
+                result = self.name(ref, head)
+            else:
+                result = self.apply(self.expr(ref, head), calls, parts[1:])
+        except BaseException:
+            del memo[key]
+            raise
+        memo[key] = result
+        return result
 
     def apply(
         self, current: Resolved | None, calls: int, steps: Sequence[tuple[str, int]]
@@ -140,17 +148,31 @@ class Evaluator:
         return found.through({self.scopes.span(outer)}) if found is not None and outer.scope else found
 
     def _param(self, ref: ScopeRef, name: str, position: int) -> Resolved | None:
+        if position == 0:
+            receiver = self._receiver(ref)
+            if receiver is not None:
+                return receiver
         rec = self.scopes.record(ref)
-        owner = self.scopes.class_of_method(ref)
-        flag = rec.get("flag")
-        if owner is not None and position == 0 and flag != "sm":
-            cls = self.scopes.defn(owner)
-            return Resolved(Cls(cls) if flag == "cm" else Inst(cls), FORM["self_method"])
         annotation = rec.get("ann", {}).get(name)
         if annotation is not None and not str(rec["params"][position]).startswith("*"):
             outer = self.scopes.parent(ref) or ScopeRef(ref.path, 0)
             return self.typed(outer, str(annotation), "annotated")
         return Resolved(Param(ref.path, ref.scope, name))
+
+    def _receiver(self, ref: ScopeRef) -> Resolved | None:
+        """What a method's first parameter is (an instance of its class, the class itself in a
+        classmethod; None outside methods and in static methods). Cached per scope: it depends on
+        the call facts alone, and ``self`` is read at most call sites of a method."""
+        found = self._receivers.get(ref, _UNSET)
+        if found is _UNSET:
+            owner = self.scopes.class_of_method(ref)
+            flag = self.scopes.record(ref).get("flag")
+            found = None
+            if owner is not None and flag != "sm":
+                cls = self.scopes.defn(owner)
+                found = Resolved(Cls(cls) if flag == "cm" else Inst(cls), FORM["self_method"])
+            self._receivers[ref] = found
+        return found  # type: ignore[return-value]
 
     def typed(self, ref: ScopeRef, annotation: str, form: str) -> Resolved | None:
         """An instance of the class an annotation names."""

@@ -48,21 +48,41 @@ GAP_SOURCE = "calls"
 
 class Edge:
     """Everything known about one (caller, callee) pair, kept compact: one of these exists per edge
-    of the commit, so it holds a forms mask, a list of sites and one shared span set."""
+    of the commit, so it holds a forms mask, the line offsets of its sites in the caller's span (a
+    site elsewhere, in another definition of the same dotted caller, is rare) and one shared span
+    set."""
 
-    __slots__ = ("callee", "callee_spans", "caller", "forms", "main", "sites", "via")
+    __slots__ = ("callee", "callee_spans", "caller", "forms", "main", "offsets", "others", "via")
 
-    def __init__(self, caller: Def, callee: Def) -> None:
+    def __init__(self, caller: Def, callee: Def, callee_spans: tuple[Span, ...]) -> None:
         self.caller, self.callee = caller, callee
-        self.callee_spans: tuple[Span, ...] = ((callee.path, callee.span),)
+        self.callee_spans = callee_spans
         """The callee's definition spans (more than one when a name is defined twice)."""
         self.forms: Forms = NO_FORMS
-        self.sites: list[tuple[str, int, int]] = []
-        """(caller path, caller span, line offset from the caller span's first line); may repeat."""
+        self.offsets: list[int] = []
+        """Line offsets of the sites in ``caller``'s span (from its first line); may repeat."""
+        self.others: list[tuple[str, int, int]] | None = None
+        """Sites in another span of a caller with the same dotted path: (path, span, line offset)."""
         self.main = False
         """Some site lies under ``if __name__ == "__main__":``."""
         self.via: frozenset[Span] = NO_SPANS
         """Other spans the resolution read (import statements, assignments, base classes, ...)."""
+
+    def add_site(self, path: str, span: int, offset: int) -> None:
+        """One more call site (caller path, caller span, line offset)."""
+        if span == self.caller.span and path == self.caller.path:
+            self.offsets.append(offset)
+        elif self.others is None:
+            self.others = [(path, span, offset)]
+        else:
+            self.others.append((path, span, offset))
+
+    @property
+    def sites(self) -> list[tuple[str, int, int]]:
+        """Every site as (caller path, caller span, line offset from the caller span's first line)."""
+        path, span = self.caller.path, self.caller.span
+        own = [(path, span, offset) for offset in self.offsets]
+        return own + self.others if self.others else own
 
     @property
     def caller_spans(self) -> set[tuple[str, int]]:
@@ -93,6 +113,8 @@ class CallGraph:
     gaps: list[Gap] = field(default_factory=list)
     stats: Counter[str] = field(default_factory=Counter)
     _out: dict[str, list[Edge]] | None = None
+    _spans: dict[Span, tuple[Span, ...]] = field(default_factory=dict)
+    """One shared ``callee_spans`` tuple per callee span: most edges have no other (memory)."""
 
     def add_edge(self, caller: Def, target: Target, site: tuple[str, int, int], main: bool) -> None:
         """Record one resolved call site of ``caller`` (at ``site``: path, span, line offset)."""
@@ -100,14 +122,18 @@ class CallGraph:
         key = (caller.dotted, callee.dotted)
         edge = self.edges.get(key)
         if edge is None:
-            edge = self.edges[key] = Edge(caller, callee)
+            span = (callee.path, callee.span)
+            spans = self._spans.get(span)
+            if spans is None:
+                spans = self._spans[span] = (span,)
+            edge = self.edges[key] = Edge(caller, callee, spans)
             self.nodes.setdefault(caller.dotted, caller)
             self.nodes.setdefault(callee.dotted, callee)
         if callee is not edge.callee and (callee.path, callee.span) not in edge.callee_spans:
             edge.callee_spans += ((callee.path, callee.span),)
         edge.forms |= forms
         edge.via = union_spans(edge.via, via)
-        edge.sites.append(site)
+        edge.add_site(*site)
         edge.main = edge.main or main
 
     def callees(self, caller: str) -> list[Edge]:
@@ -139,13 +165,24 @@ def build(program: Program) -> CallGraph:
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector: resolution allocates hundreds of thousands of small,
-    acyclic objects next to the program's facts, and each full collection would walk them all."""
+    acyclic objects next to the program's facts, and each full collection would walk them all.
+
+    On the way out, what survived (the graph, the drafts) goes straight to the oldest generation
+    (``gc.freeze`` then ``gc.unfreeze``, which moves objects without examining them): else the
+    first allocation after resuming examines every one of them as a young object (about a second
+    on Django), and again on their way up a generation, which soon triggers a full collection of
+    the whole heap too. Garbage cycles made during the pause are still collected, by the next full
+    collection. Skipped when something else has frozen objects (``unfreeze`` would release them).
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -161,6 +198,7 @@ def _build(program: Program) -> CallGraph:
             _site(graph, passings, ref, caller, site)
     passings.resolve(graph)
     ev.release()
+    graph._spans.clear()
     for path in sorted(scopes.files):
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))

@@ -30,6 +30,9 @@ TRANSPARENT = frozenset(
 )
 
 
+_UNSET: object = object()
+
+
 @dataclass(frozen=True, slots=True)
 class Opaque:
     """A base class whose members are unknown (external, or not statically a class)."""
@@ -64,6 +67,11 @@ class Hierarchy:
         self._active: set[Def] = set()
         self._found: dict[tuple[Def, str, Def | None, bool], Member | None] = {}
         self._attrs: dict[Def, dict[str, list[tuple[ScopeRef, str | None]]]] = {}
+
+    def release(self) -> None:
+        """Drop the instance-attribute tables: a function of the call facts alone, rebuilt on demand
+        (the other memos stay: their answers may depend on what was being evaluated at the time)."""
+        self._attrs.clear()
 
     def mro(self, cls: Def) -> tuple[Entry, ...]:
         """The class's method resolution order (itself first)."""
@@ -102,9 +110,10 @@ class Hierarchy:
     def find(self, cls: Def, name: str, *, after: Def | None = None, instance: bool = True) -> Member | None:
         """Where ``name`` is found on ``cls`` (or, with ``after``, past that class in its order)."""
         key = (cls, name, after, instance)
-        if key not in self._found:
-            self._found[key] = self._find(cls, name, after, instance)
-        return self._found[key]
+        found = self._found.get(key, _UNSET)
+        if found is _UNSET:
+            found = self._found[key] = self._find(cls, name, after, instance)
+        return found  # type: ignore[return-value]
 
     def _find(self, cls: Def, name: str, after: Def | None, instance: bool) -> Member | None:
         order = self.mro(cls)

@@ -25,6 +25,7 @@ way), declared ``global``/``nonlocal``, as a parameter (data: its position), by 
 definition (data: its scope), by simple assignments (data: the values) or by an annotation only."""
 
 NameTable = dict[str, tuple[int, JSON]]
+_UNSET: object = object()
 
 
 class ScopeRef(NamedTuple):
@@ -43,13 +44,20 @@ class Scopes:
         self.records: dict[str, list[Mapping[str, JSON]]] = {}
         self.by_span: dict[str, dict[int, int]] = {}
         self._defs: dict[ScopeRef, Def] = {}
-        self._names: dict[ScopeRef, NameTable] = {}
+        self._names: dict[ScopeRef, NameTable | None] = {}
         self._enclosing: dict[ScopeRef, ScopeRef | None] = {}
         for source, facts in program.facts(FACTS_ID):
             scopes = facts.get("scopes", [])
             self.files[source.path] = source
             self.records[source.path] = scopes
             self.by_span[source.path] = {int(s["s"]): i for i, s in enumerate(scopes)}
+
+    def release(self) -> None:
+        """Drop the per-scope caches (definitions, name tables, enclosing scopes): each is a function
+        of the call facts alone, so they are rebuilt identically when asked again."""
+        self._defs.clear()
+        self._names.clear()
+        self._enclosing.clear()
 
     def refs(self) -> Iterator[ScopeRef]:
         """Every scope of every file, in path then scope order."""
@@ -102,13 +110,11 @@ class Scopes:
     def names(self, ref: ScopeRef) -> NameTable | None:
         """How the scope binds each name it binds (None for a module: the symbol table knows),
         built once per scope."""
-        found = self._names.get(ref)
-        if found is None:
+        found = self._names.get(ref, _UNSET)
+        if found is _UNSET:
             rec = self.record(ref)
-            if rec["k"] == "m":
-                return None
-            found = self._names[ref] = _name_table(rec)
-        return found
+            found = self._names[ref] = None if rec["k"] == "m" else _name_table(rec)
+        return found  # type: ignore[return-value]
 
     def at_span(self, path: str | None, span: int | None) -> ScopeRef | None:
         """The scope defined by span ``span`` of ``path`` (a class or function), if it has facts."""

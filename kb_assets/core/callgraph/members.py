@@ -59,6 +59,7 @@ RESULT_TYPES: tuple[tuple[str, str], ...] = (
 
 _TYPED_ROOTS = tuple(sorted({p.split("*", 1)[0].split(".", 1)[0] for p, _ in RESULT_TYPES}))
 _TASK_METHODS = frozenset({"delay", "apply_async", "s", "si", "signature"})
+_UNSET: object = object()
 
 
 class Members:
@@ -174,8 +175,9 @@ class Members:
         """``name`` looked up on a class, an instance or ``super()``, from nothing (memoized: the
         forms and spans of what led to ``v`` are added by the caller)."""
         key = (v, name)
-        if key in self._lookups:
-            return self._lookups[key]
+        known = self._lookups.get(key, _UNSET)  # one lookup: hashing a value runs Python code
+        if known is not _UNSET:
+            return known  # type: ignore[return-value]
         r = Resolved(v)
         if type(v) is Super:
             member = self.ev.hierarchy.find(v.defn, name, after=v.defn, instance=v.instance)
@@ -234,17 +236,16 @@ class Members:
 
     def _returned(self, r: Resolved, fn: Fn) -> Resolved | None:
         """The function's statically known result (memoized; recursion answers unknown)."""
-        if fn in self._results:
-            found = self._results[fn]
-        elif fn in self._returning:
-            return None
-        else:
+        found: object = self._results.get(fn, _UNSET)
+        if found is _UNSET:
+            if fn in self._returning:
+                return None
             self._returning.add(fn)
             try:
                 found = self._results[fn] = self._result(fn)
             finally:
                 self._returning.discard(fn)
-        return found.after(r) if found is not None else None
+        return found.after(r) if isinstance(found, Resolved) else None
 
     def _result(self, fn: Fn) -> Resolved | None:
         """Its returns when they are known, else its return annotation (the function's span is read)."""

@@ -35,6 +35,7 @@ class Passings:
         self.ev = ev
         self.calls: dict[_Key, list[tuple[Def, int, bool]]] = {}
         self.arguments: dict[_Key, list[tuple[ScopeRef, str, frozenset[Span]]]] = {}
+        self._signatures: dict[tuple[str, int], tuple[frozenset[str], tuple[str, ...]]] = {}
 
     def parameter_call(self, param: Param, caller: Def, offset: int, main: bool) -> None:
         """``caller`` calls parameter ``param`` at line offset ``offset`` of its span."""
@@ -45,17 +46,27 @@ class Passings:
         callee, _, shift, via = target
         if callee.scope is None or callee.kind != "function":
             return
-        params = [
-            str(p) for p in self.ev.scopes.record(ScopeRef(callee.path, callee.scope)).get("params", [])
-        ]
-        positional = params[: next((i for i, p in enumerate(params) if p.startswith("*")), len(params))]
-        read = via | {self.ev.scopes.span(ref)}
+        params, positional = self._params(callee.path, callee.scope)
+        read: frozenset[Span] | None = None
         for i, arg in enumerate(extra.get("a", [])):
             if arg is not None and i + shift < len(positional):
+                read = read or via | {self.ev.scopes.span(ref)}
                 self._add((callee.path, callee.scope, positional[i + shift]), ref, str(arg), read)
         for name, arg in sorted(extra.get("k", {}).items()):
             if name in params:
+                read = read or via | {self.ev.scopes.span(ref)}
                 self._add((callee.path, callee.scope, name), ref, str(arg), read)
+
+    def _params(self, path: str, scope: int) -> tuple[frozenset[str], tuple[str, ...]]:
+        """A function's parameter names, and those that can be passed by position (cached per
+        function: it depends on the call facts alone, and popular callees are called everywhere)."""
+        key = (path, scope)
+        found = self._signatures.get(key)
+        if found is None:
+            params = [str(p) for p in self.ev.scopes.record(ScopeRef(path, scope)).get("params", [])]
+            star = next((i for i, p in enumerate(params) if p.startswith("*")), len(params))
+            found = self._signatures[key] = (frozenset(params), tuple(params[:star]))
+        return found
 
     def _add(self, key: _Key, ref: ScopeRef, arg: str, via: frozenset[Span]) -> None:
         self.arguments.setdefault(key, []).append((ref, arg, via))

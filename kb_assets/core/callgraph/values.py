@@ -15,6 +15,7 @@ few values a name may have when its bindings differ (every one of them must be k
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -53,9 +54,15 @@ def forms_of(*names: str) -> Forms:
 
 
 def form_names(bits: Forms) -> list[str]:
-    """The public forms of a mask, sorted by name (``returned`` is internal and dropped)."""
-    bits &= ~_INTERNAL
-    return sorted(name for i, name in enumerate(FORMS) if bits >> i & 1)
+    """The public forms of a mask, sorted by name (``returned`` is internal and dropped); a fresh
+    list each time, as it goes into a payload."""
+    return list(_form_names(bits & ~_INTERNAL))
+
+
+@functools.cache
+def _form_names(bits: Forms) -> tuple[str, ...]:
+    """Cached: a commit's tens of thousands of edges share a few dozen masks."""
+    return tuple(sorted(name for i, name in enumerate(FORMS) if bits >> i & 1))
 
 
 class Def(NamedTuple):

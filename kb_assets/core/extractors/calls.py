@@ -53,6 +53,7 @@ class CallsExtractor:
             graph = call_graph(program)
             grounds = _Groundings(program)
             drafts = tuple(_draft(grounds, graph.edges[key]) for key in sorted(graph.edges))
+            del grounds  # before the collector resumes: it would walk every cached key once more
         return Extraction(drafts=drafts, gaps=tuple(graph.gaps))
 
     def render(self, payload: Mapping[str, JSON], grounding: Sequence[LocatedGrounding]) -> dict[str, JSON]:
@@ -64,41 +65,78 @@ class CallsExtractor:
         return {**rendered, "lines": lines}
 
 
+_Key = tuple[str, str, str]
+"""A grounding edge's fields (span id, path, role): hashed and ordered in C, unlike ``Grounding``."""
+
+
 class _Groundings:
-    """Grounding edges by (path, span, role), made once: thousands of edges share a caller span."""
+    """Grounding edges by (path, span), made once: thousands of edges share a caller span, and most
+    share their ``via`` span set with many others, so each set's edges are made once too. Edges are
+    handled as ``_Key`` tuples (same equality and order as ``Grounding``) until the draft is built."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self.made: dict[tuple[str, int, str], Grounding] = {}
+        self.made: dict[tuple[str, int], tuple[str, _Key, _Key, _Key]] = {}
+        self.vias: dict[frozenset[tuple[str, int]], list[tuple[tuple[str, int], _Key]]] = {}
+        self.edges: dict[_Key, Grounding] = {}
 
-    def __call__(self, path: str, span: int, role: str) -> Grounding:
-        key = (path, span, role)
+    def __call__(self, path: str, span: int) -> tuple[str, _Key, _Key, _Key]:
+        """The span's id and the keys of its ``caller``, ``callee`` and ``via`` grounding edges."""
+        key = (path, span)
         found = self.made.get(key)
         if found is None:
-            found = self.made[key] = self.program.files[path].ground(span, role)
+            span_id = self.program.files[path].spans[span].span_id
+            found = self.made[key] = (
+                span_id,
+                (span_id, path, "caller"),
+                (span_id, path, "callee"),
+                (span_id, path, "via"),
+            )
         return found
 
-    def span_id(self, path: str, span: int) -> str:
-        return self.program.files[path].spans[span].span_id
+    def via(self, spans: frozenset[tuple[str, int]]) -> list[tuple[tuple[str, int], _Key]]:
+        """The ``via`` edge key of every span of a set (keyed by the set: sets are shared)."""
+        found = self.vias.get(spans)
+        if found is None:
+            found = self.vias[spans] = [(key, self(*key)[3]) for key in spans]
+        return found
+
+    def grounding(self, keys: set[_Key]) -> tuple[Grounding, ...]:
+        """The edges of ``keys`` in ``Grounding`` order, each edge object made once."""
+        out = []
+        for key in sorted(keys):
+            found = self.edges.get(key)
+            if found is None:
+                found = self.edges[key] = Grounding(*key)
+            out.append(found)
+        return tuple(out)
 
 
 def _draft(ground: _Groundings, edge: Edge) -> Draft:
-    offsets: dict[str, set[int]] = {}
-    callers: set[tuple[str, int]] = set()
-    for path, span, offset in edge.sites:
-        offsets.setdefault(ground.span_id(path, span), set()).add(offset)
-        callers.add((path, span))
+    callers: dict[tuple[str, int], _Key] = {}
+    own = (edge.caller.path, edge.caller.span)
+    if edge.others is None:  # the usual case: every site in the caller's one span
+        span_id, callers[own], _, _ = ground(*own)
+        site_offsets: dict[str, JSON] = {span_id: sorted(set(edge.offsets))}
+    else:
+        offsets: dict[str, set[int]] = {}
+        if edge.offsets:
+            span_id, callers[own], _, _ = ground(*own)
+            offsets[span_id] = set(edge.offsets)
+        for path, span, offset in edge.others:
+            span_id, caller, _, _ = ground(path, span)
+            offsets.setdefault(span_id, set()).add(offset)
+            callers[path, span] = caller
+        site_offsets = {sid: sorted(offs) for sid, offs in sorted(offsets.items())}
     callees = edge.callee_spans
-    grounding = {ground(p, s, "caller") for p, s in callers}
-    grounding.update(ground(p, s, "callee") for p, s in callees)
-    grounding.update(
-        ground(p, s, "via") for p, s in edge.via if (p, s) not in callers and (p, s) not in callees
-    )
+    keys = set(callers.values())
+    keys.update(ground(p, s)[2] for p, s in callees)
+    keys.update(k for span, k in ground.via(edge.via) if span not in callers and span not in callees)
     payload: dict[str, JSON] = {
         "caller": edge.caller.dotted,
         "callee": edge.callee.dotted,
         "forms": form_names(edge.forms),
-        "site_offsets": {sid: sorted(offs) for sid, offs in sorted(offsets.items())},
+        "site_offsets": site_offsets,
     }
     key = f"call:{edge.caller.dotted}->{edge.callee.dotted}"
-    return Draft(kind="call_edge", logical_key=key, payload=payload, grounding=tuple(sorted(grounding)))
+    return Draft(kind="call_edge", logical_key=key, payload=payload, grounding=ground.grounding(keys))

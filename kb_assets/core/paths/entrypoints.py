@@ -27,6 +27,8 @@ from kb_assets.core.program import Program
 
 _CLI_LIBRARIES = ("click.", "typer.", "asyncclick.", "cloup.")
 _COMMANDS = ("command()", "command", "group()", "group")
+_CANDIDATES = (*_COMMANDS, ".set_defaults")
+"""What a site's callee ends with when ``_command`` can find a command in it."""
 _UPSTREAM = (("api_routes", "route"), ("event_handlers", "event"))
 
 
@@ -111,10 +113,12 @@ def _cli(program: Program, graph: CallGraph) -> list[EntryPoint]:
             elif any(len(site) > 2 and site[2].get("m") for site in rec.get("calls", [])):
                 out.append(EntryPoint(module, "cli", ("__main__",), main_only=True))
         for site in rec.get("calls", []):
-            extra = site[2] if len(site) > 2 else {}
-            entry = _command(graph, ref, str(site[0]), extra)
-            if entry is not None:
-                out.append(entry)
+            # Cheap test first: a commit has a few hundred thousand call sites, and only a decorator
+            # or ``set_defaults`` call (which always has arguments, ``site[2]``) can be a command.
+            if len(site) > 2 and str(site[0]).endswith(_CANDIDATES):
+                entry = _command(graph, ref, str(site[0]), site[2])
+                if entry is not None:
+                    out.append(entry)
     return out
 
 
