@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from kb_assets.core.models import Gap, Grounding
 from kb_assets.sensors import branch_sensor
 from kb_mcp.answers.listing import list_answer
 from kb_mcp.answers.resources import overview
+from kb_mcp.branch import RECHECK_S
 from kb_mcp.context import ServeContext, open_context
 from kb_resources.resources import KnowbaseResource
 from kb_resources.settings import Settings
@@ -202,6 +204,7 @@ def test_mcp_readers_see_the_old_or_the_new_snapshot_never_a_mix(
         holder.rollback()
         code, _, err = finish(proc)
         assert code == 0, err
+        time.sleep(RECHECK_S)  # the MCP side sees a new snapshot within RECHECK_S of its publish
         after = len(answers)
         wait_until(lambda: len(answers) > after + 20, "readers to read after the publish")
     finally:
