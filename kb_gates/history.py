@@ -115,24 +115,10 @@ def invalidation_against_base(engine: Engine, sha: str) -> tuple[str | None, Inv
         base = stats.get("base_sha")
         if not base or base == sha:
             return None, InvalidationReport()
-        before = {(k.kind, k.logical_key): k for k in reads.snapshot_keys(conn, base)}
-        after = reads.snapshot_keys(conn, sha)
-        compared = 0
-        bumped: dict[str, int] = {}
-        moved: list[tuple[str, str]] = []
-        for key in after:
-            prior = before.get((key.kind, key.logical_key))
-            if prior is None:
-                continue
-            if prior.extractor_version != key.extractor_version:
-                bumped[key.kind] = bumped.get(key.kind, 0) + 1
-                continue
-            compared += 1
-            if prior.artifact_id != key.artifact_id:
-                moved.append((prior.artifact_id, key.artifact_id))
+        compared, bumped, moved = reads.snapshot_moves(conn, base, sha)
         old = reads.records_by_id(conn, base, [m[0] for m in moved])
         new = reads.records_by_id(conn, sha, [m[1] for m in moved])
     detail = invalidation_report(list(old.values()), list(new.values()))
     return base, InvalidationReport(
-        compared, len(moved), detail.over_invalidated, detail.stale_survivors, dict(sorted(bumped.items()))
+        compared, len(moved), detail.over_invalidated, detail.stale_survivors, bumped
     )

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kb_assets.core.extractors.imports import ImportsExtractor
-from kb_gates.history import invalidation_report
+from kb_gates.history import invalidation_against_base, invalidation_report
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
@@ -103,10 +103,16 @@ def test_tier4_invalidation_is_exact(kb_env: KbEnv, history: Any) -> None:
         store.engine.connect() as conn,
     ):
         records = [reads.snapshot_records(conn, sha) for sha in shas]
+        against_base = [invalidation_against_base(store.engine, sha) for sha in shas[1:]]
     for step, (before, after) in enumerate(itertools.pairwise(records)):
         report = invalidation_report(before, after)
         assert report.exact, (step, report.over_invalidated, report.stale_survivors)
         assert report.compared > 0
+        base, in_server = against_base[step]  # the check's way: pairs formed by the server
+        assert base == shas[step]
+        assert (in_server.compared, in_server.reidentified) == (report.compared, report.reidentified)
+        assert in_server.exact
+        assert in_server.version_bumped == report.version_bumped == {}
         old = {(r.kind, r.logical_key): r.artifact_id for r in before if r.kind in TRACKED_KINDS}
         new = {(r.kind, r.logical_key): r.artifact_id for r in after if r.kind in TRACKED_KINDS}
         added = {key for _, key in new.keys() - old.keys()}

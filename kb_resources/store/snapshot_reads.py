@@ -173,26 +173,63 @@ def snapshot_records(
     return records
 
 
-class SnapshotKey(NamedTuple):
-    """Who a unit of a snapshot is, without what it says: enough to pair units across commits."""
-
-    kind: str
-    logical_key: str
-    artifact_id: str
-    extractor_version: str
-
-
-def snapshot_keys(conn: sa.Connection, sha: str) -> list[SnapshotKey]:
-    """(kind, logical key, artifact id, extractor version) of every unit of the snapshot of ``sha``."""
-    a = artifact.c
-    query = (
-        sa.select(a.kind, a.logical_key, a.artifact_id, a.extractor_version)
-        .select_from(snapshot_entry)
-        .join(artifact, a.artifact_id == snapshot_entry.c.artifact_id)
-        .where(snapshot_entry.c.sha == sha)
+MOVES_QUERY = sa.text(
+    """
+    WITH before AS (
+        SELECT a.kind, a.logical_key, a.artifact_id, a.extractor_version
+        FROM snapshot_entry s JOIN artifact a ON a.artifact_id = s.artifact_id
+        WHERE s.sha = :base
+    ), after AS (
+        SELECT a.kind, a.logical_key, a.artifact_id, a.extractor_version
+        FROM snapshot_entry s JOIN artifact a ON a.artifact_id = s.artifact_id
+        WHERE s.sha = :sha
+    ), paired AS (
+        SELECT after.kind,
+               before.extractor_version = after.extractor_version AS same_version,
+               before.artifact_id AS old_id,
+               after.artifact_id AS new_id
+        FROM after JOIN before ON before.kind = after.kind AND before.logical_key = after.logical_key
     )
+    SELECT kind, same_version,
+           CASE WHEN same_version AND old_id <> new_id THEN old_id END AS old_id,
+           CASE WHEN same_version AND old_id <> new_id THEN new_id END AS new_id,
+           count(*) AS units
+    FROM paired
+    GROUP BY 1, 2, 3, 4
+    """
+)
+
+
+class SnapshotMoves(NamedTuple):
+    """How the units present (by kind and logical key) in two snapshots relate."""
+
+    compared: int
+    """Units in both, by the same extractor version."""
+    bumped: dict[str, int]
+    """Units in both whose extractor version differs, by kind (wholly re-derived by design)."""
+    moved: list[tuple[str, str]]
+    """(old id, new id) of the compared units whose id changed, sorted."""
+
+
+def snapshot_moves(conn: sa.Connection, base: str, sha: str) -> SnapshotMoves:
+    """Pair the units of the snapshots of ``base`` and ``sha`` inside the server.
+
+    Only the counts and the pairs whose id changed come back: on a one-file commit of Django that
+    is a handful of rows instead of two times 88k (0.5 s instead of 1.5 s).
+    """
+    compared = 0
+    bumped: dict[str, int] = {}
+    moved: list[tuple[str, str]] = []
     with whole_snapshot_plan(conn):
-        return [SnapshotKey(*row) for row in conn.execute(query).all()]
+        rows = conn.execute(MOVES_QUERY, {"base": base, "sha": sha}).all()
+    for kind, same_version, old_id, new_id, units in rows:
+        if not same_version:
+            bumped[kind] = bumped.get(kind, 0) + int(units)
+            continue
+        compared += int(units)
+        if old_id is not None:
+            moved.append((old_id, new_id))
+    return SnapshotMoves(compared, dict(sorted(bumped.items())), sorted(moved))
 
 
 def orphans(conn: sa.Connection, sha: str) -> dict[str, int]:
