@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kb_assets.cli.process import COLLECTOR_THRESHOLDS
+from kb_assets.core.collector import COLLECTOR_THRESHOLDS
 from tests.gitfixtures import commit_tree, init_repo
 from tests.storefixtures import live_postmasters
 
@@ -66,3 +66,21 @@ def test_the_console_script_tunes_the_collector_and_keeps_the_exit_code() -> Non
     assert proc.returncode == 7
     assert proc.stdout.strip() == str(COLLECTOR_THRESHOLDS)
     assert gc.get_threshold() != COLLECTOR_THRESHOLDS
+
+
+MCP_MAIN_THRESHOLDS = """
+import atexit, gc, runpy, sys
+atexit.register(lambda: print("thresholds", gc.get_threshold()))
+sys.argv = ["kb_mcp", "--help"]
+runpy.run_module("kb_mcp", run_name="__main__")
+"""
+
+
+def test_the_mcp_server_program_tunes_the_collector_too() -> None:
+    """``python -m kb_mcp`` builds a large snapshot index for its first question: it collects as
+    rarely as ``kb`` does."""
+    proc = subprocess.run(
+        [sys.executable, "-c", MCP_MAIN_THRESHOLDS], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"thresholds {COLLECTOR_THRESHOLDS}" in proc.stdout

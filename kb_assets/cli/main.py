@@ -155,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> NoReturn:
     """The ``kb`` console script: ``main`` run as a batch process (see ``kb_assets.cli.process``)."""
-    from kb_assets.cli.process import exit_now, tune_collector
+    from kb_assets.cli.process import exit_now
+    from kb_assets.core.collector import tune_collector
 
     tune_collector()
     exit_now(main())
