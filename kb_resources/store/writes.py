@@ -68,11 +68,19 @@ def lock_commit(conn: sa.Connection, sha: str) -> None:
 
 
 def replace_commit_files(conn: sa.Connection, sha: str, rows: Iterable[CommitFileRow]) -> int:
-    """Make ``rows`` the files of commit ``sha``; return how many were written."""
+    """Make ``rows`` the files of commit ``sha``; return how many were written.
+
+    The table's planner statistics are refreshed at once: every later read of this commit joins
+    its files, and with no statistics for a new sha the planner takes it for one file. On a
+    one-file Django commit it then paired each of 1,149 staged symbols with each of 2,823 files
+    (3.2M index probes, 11-16 s for one grounding check instead of 0.08 s).
+    """
     lock_commit(conn, sha)
     conn.execute(sa.delete(commit_file).where(commit_file.c.sha == sha))
     columns = ("sha", "path", "blob_id", "mode", "size", "module", "is_package")
-    return copy_rows(conn, "commit_file", columns, ((sha, *row) for row in rows))
+    written = copy_rows(conn, "commit_file", columns, ((sha, *row) for row in rows))
+    conn.execute(sa.text("ANALYZE commit_file"))
+    return written
 
 
 def insert_parsed_blobs(
