@@ -51,14 +51,17 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
         identical ids (commits of up to KB_VERIFY_MAX_FILES files); above that, the ids of a
         sample of the staged records recompute from what was stored, and the full recomputation
         runs in ``verify_commit`` (check ``extractions_reproducible``)."""
-        sha = context.partition_key
-        if len(kb.git().python_files(sha)) <= kb.verify_max_files:
-            diff = gates.reproducibility_diff(
-                kb.git(), kb.engine(), sha, extractor, limits=kb.limits(), workers=kb.workers
-            )
-            return _result(diff.equal, diff.evidence(), matched=diff.matched, mode="recomputed")
-        diff = gates.stored_ids_diff(kb.engine(), sha, extractor.extractor_id, sample=STORED_ID_SAMPLE)
-        return _result(diff.equal, diff.evidence(), matched=diff.matched, mode="stored sample")
+        mode, diff = gates.ids_reproducibility(
+            kb.git(),
+            kb.engine(),
+            context.partition_key,
+            extractor,
+            limits=kb.limits(),
+            workers=kb.workers,
+            max_files=kb.verify_max_files,
+            sample=STORED_ID_SAMPLE,
+        )
+        return _result(diff.equal, diff.evidence(), matched=diff.matched, mode=mode)
 
     @dg.asset_check(
         asset=extractor.asset_name, name="artifact_frame_valid", blocking=True, partitions_def=commits

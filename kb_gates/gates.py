@@ -51,6 +51,25 @@ def reproducibility_diff(
     return compare(staged, (a.artifact_id for a in again.artifacts))
 
 
+def ids_reproducibility(
+    repo: GitRepo,
+    engine: Engine,
+    sha: str,
+    extractor: Extractor,
+    *,
+    limits: ParseLimits,
+    workers: int,
+    max_files: int,
+    sample: int,
+) -> tuple[str, SetDiff[str]]:
+    """The blocking reproducibility gate and how it was run: the full recomputation for a commit of
+    up to ``max_files`` Python files, else the stored sample (``verify_commit`` recomputes it all)."""
+    if len(repo.python_files(sha)) <= max_files:
+        diff = reproducibility_diff(repo, engine, sha, extractor, limits=limits, workers=workers)
+        return "recomputed", diff
+    return "stored sample", stored_ids_diff(engine, sha, extractor.extractor_id, sample=sample)
+
+
 def extractions_diff(
     repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits, workers: int
 ) -> dict[str, SetDiff[str]]:

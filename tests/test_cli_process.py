@@ -5,13 +5,13 @@ stopped, the output is complete, the exit code is the command's)."""
 from __future__ import annotations
 
 import gc
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from kb_assets.core.collector import COLLECTOR_THRESHOLDS
 from tests.gitfixtures import commit_tree, init_repo
+from tests.kbfixtures import CliResult, KbEnv
 from tests.storefixtures import live_postmasters
 
 SHOW_THRESHOLDS = """
@@ -22,17 +22,9 @@ cli.entry()
 """
 
 
-def _kb(home: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"KB_DB_URL", "KB_HOME", "DAGSTER_HOME"}}
-    env.update({"KB_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")})
-    return subprocess.run(
-        [sys.executable, "-m", "kb_assets.cli.main", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
+def _kb(home: Path, *args: str | Path) -> CliResult:
+    """A real ``kb`` process on the embedded store under ``home`` (an empty KB_DB_URL: no server URL)."""
+    return KbEnv(home=home, db_url="").kb_process(*args)
 
 
 def test_a_kb_process_on_the_embedded_store_exits_cleanly(tmp_path: Path) -> None:
@@ -42,18 +34,18 @@ def test_a_kb_process_on_the_embedded_store_exits_cleanly(tmp_path: Path) -> Non
     commit_tree(repo, {**files, "pkg/__init__.py": ""}, "first")
     home = tmp_path / "home"
     indexed = _kb(home, "index", repo, "--no-verify")
-    assert indexed.returncode == 0, indexed.stderr
+    assert indexed.code == 0, indexed.stderr
     assert indexed.stdout.startswith("indexed ")
     assert "kb: oracle checks deferred" in indexed.stderr  # the last line written before exit
     assert live_postmasters(home / "pg") == []
     exported = _kb(home, "export", repo)
-    assert exported.returncode == 0, exported.stderr
+    assert exported.code == 0, exported.stderr
     lines = exported.stdout.splitlines()
     assert len(lines) >= 30  # every record, the last one whole: stdout was flushed before exiting
     assert all(line.startswith("{") and line.endswith("}") for line in lines)
     assert live_postmasters(home / "pg") == []
     missing = _kb(home, "show", tmp_path / "not-a-repo")
-    assert missing.returncode == 2
+    assert missing.code == 2
     assert missing.stderr.startswith("kb: ")
 
 

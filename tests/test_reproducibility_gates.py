@@ -41,6 +41,19 @@ def _engine_of(env: KbEnv, repo: Path) -> sa.Engine:
     return open_store(load_settings(env.environ), GitRepo.open(repo).key()).engine
 
 
+def _tamper_first_import_edge(engine: sa.Engine, sha: str) -> str:
+    """Alter the stored payload of the commit's first staged import edge; its id."""
+    with engine.connect() as conn:
+        victim = reads.staged_artifact_ids(conn, sha, IMPORTS_ID)[0]
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(artifact)
+            .where(artifact.c.artifact_id == victim)
+            .values(payload=artifact.c.payload.op("||")(sa.text("""'{"tampered": true}'::jsonb""")))
+        )
+    return victim
+
+
 def test_stored_sample_recomputes_the_staged_ids(large: tuple[KbEnv, Path, str]) -> None:
     """On a large commit the blocking check recomputes ids from stored records: they match."""
     env, repo, sha = large
@@ -67,14 +80,7 @@ def test_stored_sample_fails_on_a_record_that_no_longer_matches_its_id(
     """A stored payload that changed after its id was computed is caught by the sample check."""
     env, repo, sha = large
     engine = _engine_of(env, repo)
-    with engine.connect() as conn:
-        victim = reads.staged_artifact_ids(conn, sha, IMPORTS_ID)[0]
-    with engine.begin() as conn:
-        conn.execute(
-            sa.update(artifact)
-            .where(artifact.c.artifact_id == victim)
-            .values(payload=artifact.c.payload.op("||")(sa.text("""'{"tampered": true}'::jsonb""")))
-        )
+    victim = _tamper_first_import_edge(engine, sha)
     diff = gates.stored_ids_diff(engine, sha, IMPORTS_ID, sample=-1)
     assert not diff.equal
     assert victim in diff.missing
@@ -118,14 +124,7 @@ def test_large_commit_is_blocked_when_a_stored_record_no_longer_matches(
     same ids, and the altered row is not rewritten)."""
     env, repo, sha = large
     engine = _engine_of(env, repo)
-    with engine.connect() as conn:
-        victim = reads.staged_artifact_ids(conn, sha, IMPORTS_ID)[0]
-    with engine.begin() as conn:
-        conn.execute(
-            sa.update(artifact)
-            .where(artifact.c.artifact_id == victim)
-            .values(payload=artifact.c.payload.op("||")(sa.text("""'{"tampered": true}'::jsonb""")))
-        )
+    victim = _tamper_first_import_edge(engine, sha)
     again = env.kb("index", repo)
     assert again.code != 0
     assert "import_edges.ids_reproducible" in again.stderr
