@@ -22,8 +22,14 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from kb_assets.core.errors import GroundingError
 from kb_assets.core.ids import canonical_json
-from kb_assets.core.models import JSON, Artifact, Gap, ParsedBlob
-from kb_resources.store.bulk import ANALYZE_AFTER_ROWS, copy_new_rows, copy_rows, stored_keys
+from kb_assets.core.models import JSON, Artifact, Gap, Grounding, ParsedBlob
+from kb_resources.store.bulk import (
+    analyze_if_large,
+    copy_new_rows,
+    copy_rows,
+    insert_new_keys,
+    stored_keys,
+)
 from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
@@ -122,6 +128,10 @@ def _insert_spans(conn: sa.Connection, rows: Iterable[tuple[str, str, str, str]]
     return copy_new_rows(conn, "code_span", columns, rows, order_by=("span_id",))
 
 
+def _grounding_key(g: Grounding) -> tuple[str, str, str]:
+    return (g.span_id, g.path, g.role)
+
+
 def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
     """Store artifacts with their grounding; raise ``GroundingError`` before writing if one has none."""
     batch = list(artifacts)
@@ -135,7 +145,7 @@ def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
     batch = [a for a in batch if a.artifact_id not in stored]
     if not batch:
         return 0
-    artifact_rows = [
+    artifact_rows = (  # serialized while COPY sends them, never all held at once
         (
             a.artifact_id,
             a.kind,
@@ -149,8 +159,7 @@ def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
             a.model_id,
         )
         for a in batch
-    ]
-    grounding_rows = [(a.artifact_id, g.span_id, g.path, g.role) for a in batch for g in a.grounding]
+    )
     columns = (
         "artifact_id",
         "kind",
@@ -163,10 +172,19 @@ def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
         "prompt_version",
         "model_id",
     )
-    inserted = copy_new_rows(conn, "artifact", columns, artifact_rows, order_by=("artifact_id",))
+    inserted = insert_new_keys(conn, "artifact", columns, artifact_rows, key="artifact_id")
+    # The grounding of the artifacts this statement inserted: no other transaction can have any.
+    # Sent in primary-key order, one artifact at a time (a batch may repeat an artifact).
+    fresh = {a.artifact_id: a for a in batch if a.artifact_id in inserted}
+    rows = (
+        (aid, g.span_id, g.path, g.role)
+        for aid in sorted(fresh)
+        for g in sorted(set(fresh[aid].grounding), key=_grounding_key)
+    )
     pk = [c.name for c in artifact_derived_from.primary_key.columns]
-    copy_new_rows(conn, "artifact_derived_from", pk, grounding_rows, order_by=pk)
-    return inserted
+    written = copy_rows(conn, "artifact_derived_from", pk, rows)
+    analyze_if_large(conn, "artifact_derived_from", written)
+    return len(inserted)
 
 
 def replace_staged(conn: sa.Connection, sha: str, extractor_id: str, artifact_ids: Iterable[str]) -> int:
@@ -206,8 +224,7 @@ def publish_snapshot(
     if extractor_ids is not None:
         staged = staged.where(staged_entry.c.extractor_id.in_(sorted(set(extractor_ids))))
     published = conn.execute(sa.insert(snapshot_entry).from_select(["sha", "artifact_id"], staged)).rowcount
-    if published >= ANALYZE_AFTER_ROWS:
-        conn.execute(sa.text("ANALYZE snapshot_entry"))  # the planner must not think it holds 19 rows
+    analyze_if_large(conn, "snapshot_entry", published)  # the planner must not think it holds 19 rows
     marked = conn.execute(
         sa.update(commit_ref)
         .where(commit_ref.c.sha == sha)

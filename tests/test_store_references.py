@@ -1,0 +1,241 @@
+"""The statement-level references (migration 0003) keep every guarantee of the foreign keys they
+replaced: no child row without its parent, cascades and refusals on delete, no changed key, no
+truncated parent, and parent rows locked against a concurrent delete."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from sqlalchemy import exc as sa_exc
+
+from kb_assets.core.models import Artifact, Grounding
+from kb_resources.store import revision, writes
+from kb_resources.store.bulk import copy_rows
+from kb_resources.store.engine import Store
+from kb_resources.store.schema import (
+    STATEMENT_REFERENCES,
+    StatementReference,
+    artifact,
+    artifact_derived_from,
+    code_span,
+    commit_ref,
+    metadata,
+    snapshot_entry,
+    staged_entry,
+)
+from tests.storefixtures import PARSER_VERSION, grounded, publish, seed_commit, sha_of, span
+
+SHA = sha_of("c1")
+ALPHA = span("alpha", 1, 3)
+BETA = span("beta", 5, 9)
+UNUSED = span("unused", 11, 12)
+EDGE = grounded("call:edge", [Grounding(ALPHA.span_id, "m.py", "caller")])
+
+
+@pytest.fixture
+def seeded(store: Store) -> Store:
+    """Commit ``SHA`` with ``m.py`` (spans alpha, beta, unused) and one published artifact."""
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA, {"m.py": [ALPHA, BETA, UNUSED]})
+        publish(conn, SHA, [EDGE])
+    return store
+
+
+def _valid_row(ref: StatementReference, item: Artifact) -> dict[str, object]:
+    """A row of ``ref.child`` whose every reference holds (inserting it succeeds)."""
+    rows: Mapping[str, dict[str, object]] = {
+        "staged_entry": {"sha": SHA, "extractor_id": "other", "artifact_id": item.artifact_id},
+        "snapshot_entry": {"sha": SHA, "artifact_id": item.artifact_id},
+        "artifact_derived_from": {
+            "artifact_id": item.artifact_id,
+            "span_id": BETA.span_id,
+            "path": "m.py",
+            "role": "extra",
+        },
+        "blob_span": {
+            "blob_id": sha_of("another blob"),
+            "parser_version": PARSER_VERSION,
+            "ordinal": 0,
+            "span_id": BETA.span_id,
+            "start_line": 1,
+            "end_line": 2,
+        },
+    }
+    return dict(rows[ref.child])
+
+
+def _missing_key(ref: StatementReference) -> str:
+    return "f" * (40 if ref.column == "sha" else 64)
+
+
+def _violation(caught: pytest.ExceptionInfo[sa_exc.IntegrityError], name: str) -> psycopg.Error:
+    orig = caught.value.orig
+    assert isinstance(orig, psycopg.errors.ForeignKeyViolation)
+    assert orig.diag.constraint_name == name
+    return orig
+
+
+def _count(store: Store, table: sa.Table) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.scalar(sa.select(sa.func.count()).select_from(table)) or 0)
+
+
+def test_the_references_are_triggers_not_foreign_keys(seeded: Store) -> None:
+    """Each declared reference is enforced by triggers, and no row-level foreign key is left on it."""
+    with seeded.engine.connect() as conn:
+        fks = set(conn.scalars(sa.text("SELECT conname FROM pg_constraint WHERE contype = 'f'")))
+        triggers = set(conn.scalars(sa.text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")))
+    for ref in STATEMENT_REFERENCES:
+        assert ref.name not in fks
+        assert {f"kb_ref_{ref.child}_insert", f"kb_ref_{ref.child}_update"} <= triggers
+        assert {f"kb_ref_parent_{ref.parent}_delete", f"kb_ref_parent_{ref.parent}_key"} <= triggers
+    assert "fk_commit_file_sha_commit_ref" in fks  # the small tables keep their foreign keys
+
+
+@pytest.mark.parametrize("ref", STATEMENT_REFERENCES, ids=lambda r: r.name)
+def test_a_child_row_needs_its_parent(seeded: Store, ref: StatementReference) -> None:
+    """A valid row is accepted; the same row naming a missing parent key is refused, by name."""
+    other = grounded("call:other", [Grounding(BETA.span_id, "m.py", "caller")])
+    with seeded.engine.begin() as conn:
+        writes.insert_artifacts(conn, [other])
+    table = metadata.tables[ref.child]
+    row = _valid_row(ref, other)
+    with seeded.engine.connect() as conn:
+        conn.execute(sa.insert(table).values(row))
+        conn.rollback()
+        row[ref.column] = _missing_key(ref)
+        with pytest.raises(sa_exc.IntegrityError) as caught:
+            conn.execute(sa.insert(table).values(row))
+    orig = _violation(caught, ref.name)
+    assert _missing_key(ref) in str(orig.diag.message_detail)
+
+
+def test_copy_checks_every_row_of_the_statement(seeded: Store) -> None:
+    """Staging by COPY: one unknown artifact among many valid entries refuses the whole statement."""
+    rows = [(SHA, "copied", EDGE.artifact_id), (SHA, "copied", "e" * 64)]
+    with seeded.engine.connect() as conn, pytest.raises(psycopg.errors.ForeignKeyViolation) as caught:
+        copy_rows(conn, "staged_entry", ("sha", "extractor_id", "artifact_id"), rows)  # the driver's error
+    assert caught.value.diag.constraint_name == "fk_staged_entry_artifact_id_artifact"
+    assert _count(seeded, staged_entry) == 1
+
+
+def test_updating_a_child_to_a_missing_key_is_refused(seeded: Store) -> None:
+    with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
+        conn.execute(sa.update(snapshot_entry).values(artifact_id="d" * 64))
+    _violation(caught, "fk_snapshot_entry_artifact_id_artifact")
+
+
+def test_deleting_a_commit_cascades_to_its_entries(seeded: Store) -> None:
+    assert _count(seeded, staged_entry) == _count(seeded, snapshot_entry) == 1
+    with seeded.engine.begin() as conn:
+        conn.execute(sa.delete(commit_ref).where(commit_ref.c.sha == SHA))
+    assert _count(seeded, staged_entry) == _count(seeded, snapshot_entry) == 0
+
+
+def test_an_artifact_in_a_snapshot_cannot_be_deleted(seeded: Store) -> None:
+    with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
+        conn.execute(sa.delete(artifact).where(artifact.c.artifact_id == EDGE.artifact_id))
+    orig = _violation(caught, "fk_staged_entry_artifact_id_artifact")
+    assert EDGE.artifact_id in str(orig.diag.message_detail)
+    assert _count(seeded, artifact) == 1
+
+
+def test_deleting_an_unreferenced_artifact_deletes_its_grounding(seeded: Store) -> None:
+    loose = grounded("call:loose", [Grounding(BETA.span_id, "m.py", "caller")])
+    with seeded.engine.begin() as conn:
+        writes.insert_artifacts(conn, [loose])
+    assert _count(seeded, artifact_derived_from) == 2
+    with seeded.engine.begin() as conn:
+        conn.execute(sa.delete(artifact).where(artifact.c.artifact_id == loose.artifact_id))
+    assert _count(seeded, artifact_derived_from) == 1
+
+
+def test_a_grounding_span_cannot_be_deleted(seeded: Store) -> None:
+    """ALPHA grounds an artifact and sits in a blob; UNUSED sits in the blob: both refuse."""
+    for held, name in (
+        (ALPHA, "fk_artifact_derived_from_span_id_code_span"),
+        (UNUSED, "fk_blob_span_span_id_code_span"),
+    ):
+        with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
+            conn.execute(sa.delete(code_span).where(code_span.c.span_id == held.span_id))
+        _violation(caught, name)
+
+
+def test_a_referenced_key_cannot_change(seeded: Store) -> None:
+    """Ids are content-addressed; an UPDATE of a referenced one is refused, other columns are free."""
+    with seeded.engine.begin() as conn:
+        conn.execute(sa.update(artifact).values(confidence=0.5))
+    with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
+        conn.execute(sa.update(artifact).values(artifact_id="c" * 64))
+    _violation(caught, "fk_staged_entry_artifact_id_artifact")
+
+
+def test_a_parent_cannot_be_truncated_alone(seeded: Store) -> None:
+    with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
+        conn.execute(sa.text("TRUNCATE artifact"))
+    _violation(caught, "fk_staged_entry_artifact_id_artifact")
+    with seeded.engine.begin() as conn:
+        conn.execute(sa.text("TRUNCATE artifact, artifact_derived_from, staged_entry, snapshot_entry"))
+    assert _count(seeded, artifact) == 0
+
+
+def test_a_staged_parent_is_locked_against_a_concurrent_delete(seeded: Store) -> None:
+    """While a transaction stages an entry for an artifact, another one cannot delete that
+    artifact: its check waits for the staging transaction to end, so no orphan can be committed."""
+    loose = grounded("call:loose", [Grounding(BETA.span_id, "m.py", "caller")])
+    with seeded.engine.begin() as conn:
+        writes.insert_artifacts(conn, [loose])
+    with seeded.engine.connect() as stager, seeded.engine.connect() as deleter:
+        entry = {"sha": SHA, "extractor_id": "x", "artifact_id": loose.artifact_id}
+        stager.execute(sa.insert(staged_entry).values(entry))
+        deleter.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
+        with pytest.raises(sa_exc.OperationalError) as caught:
+            deleter.execute(sa.delete(artifact).where(artifact.c.artifact_id == loose.artifact_id))
+        assert isinstance(caught.value.orig, psycopg.errors.LockNotAvailable)
+        deleter.rollback()
+        stager.commit()
+    assert _count(seeded, staged_entry) == 2
+
+
+def _foreign_keys(store: Store) -> set[str]:
+    with store.engine.connect() as conn:
+        return set(conn.scalars(sa.text("SELECT conname FROM pg_constraint WHERE contype = 'f'")))
+
+
+def test_the_migration_goes_back_to_foreign_keys_and_forth(seeded: Store) -> None:
+    """Downgrading a store with data restores (and validates) the foreign keys; upgrading again
+    replaces them, and the checks work as before."""
+    names = {ref.name for ref in STATEMENT_REFERENCES}
+    with seeded.engine.begin() as conn:
+        command.downgrade(revision.alembic_config(conn), "0002")
+    assert names <= _foreign_keys(seeded)
+    with seeded.engine.begin() as conn:
+        command.upgrade(revision.alembic_config(conn), "head")
+    assert not names & _foreign_keys(seeded)
+    with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
+        conn.execute(sa.insert(snapshot_entry).values(sha=SHA, artifact_id="a" * 64))
+    _violation(caught, "fk_snapshot_entry_artifact_id_artifact")
+
+
+def test_a_writer_after_a_pending_delete_sees_the_parent_gone(seeded: Store) -> None:
+    """The other order: a delete not yet committed keeps new child rows out until it ends; the
+    writer then finds the parent gone and is refused, so again no orphan."""
+    loose = grounded("call:loose", [Grounding(BETA.span_id, "m.py", "caller")])
+    with seeded.engine.begin() as conn:
+        writes.insert_artifacts(conn, [loose])
+    entry = {"sha": SHA, "extractor_id": "x", "artifact_id": loose.artifact_id}
+    with seeded.engine.connect() as deleter, seeded.engine.connect() as stager:
+        deleter.execute(sa.delete(artifact).where(artifact.c.artifact_id == loose.artifact_id))
+        stager.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
+        with pytest.raises(sa_exc.OperationalError) as waited:
+            stager.execute(sa.insert(staged_entry).values(entry))
+        assert isinstance(waited.value.orig, psycopg.errors.LockNotAvailable)
+        stager.rollback()
+        deleter.commit()
+        with pytest.raises(sa_exc.IntegrityError) as caught:
+            stager.execute(sa.insert(staged_entry).values(entry))
+    _violation(caught, "fk_staged_entry_artifact_id_artifact")
