@@ -127,6 +127,21 @@ def targets(session: Session, n: int) -> tuple[list[dict[str, Any]], list[dict[s
     return knowledge, lines
 
 
+def another_commit(session: Session, repo: str, arguments: dict[str, Any]) -> str:
+    """The first question about the commit before the newest: its snapshot index is built from the
+    newest one's (only units grounded in files that differ are read from the store)."""
+    parent = subprocess.run(
+        ["git", "-C", repo, "rev-parse", "HEAD~1"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if not parent:
+        return "first call about HEAD~1: no parent commit"
+    try:
+        _, took = session.call("get_knowledge", {**arguments, "sha": parent})
+    except RuntimeError as exc:
+        return f"first call about HEAD~1: not measured ({exc})"
+    return f"first call about HEAD~1 (its index built from the newest one's): {took:.2f} s"
+
+
 def figures(label: str, seconds: Sequence[float]) -> str:
     """``label: p50 .. ms, p95 .. ms (n calls)``."""
     ms = sorted(s * 1000 for s in seconds)
@@ -162,6 +177,7 @@ def main() -> int:
     gk = [session.call("get_knowledge", a)[1] for a in knowledge]
     fp = [session.call("find_provenance", a)[1] for a in lines]
     units = sum(len(session.call("get_knowledge", a)[0]["units"]) for a in knowledge[:50]) / 50
+    print(another_commit(session, args.repo, knowledge[0]))
     session.close()
     print(figures("get_knowledge", gk) + f", {units:.1f} units per answer")
     print(figures("find_provenance", fp))

@@ -162,6 +162,11 @@ def snapshot_artifact_ids(conn: sa.Connection, sha: str) -> list[str]:
     return list(conn.scalars(query))
 
 
+def snapshot_parser_version(conn: sa.Connection, sha: str) -> str | None:
+    """The parser version whose blob spans locate the published snapshot of ``sha``."""
+    return conn.scalar(sa.select(commit_ref.c.parser_version).where(commit_ref.c.sha == sha))
+
+
 def commit_stats(conn: sa.Connection, sha: str) -> dict[str, Any] | None:
     """The stats stored when ``sha`` was published (None if it is not published)."""
     query = sa.select(commit_ref.c.stats).where(

@@ -11,6 +11,7 @@ whose span does not occur at its path has no lines. Exposed through ``kb_resourc
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from typing import NamedTuple
 
 import sqlalchemy as sa
@@ -45,13 +46,20 @@ class LoadedSnapshot(NamedTuple):
     spans: dict[str, SpanName]
 
 
-def _edges(conn: sa.Connection, sha: str) -> list[tuple[str, str, str, str]]:
-    """(artifact_id, span_id, path, role) of every grounding edge of the snapshot."""
+def _only(column: sa.ColumnElement[str], only: Collection[str] | None) -> list[sa.ColumnElement[bool]]:
+    """The condition restricting ``column`` to the ids ``only`` (none when every id is wanted)."""
+    if only is None:
+        return []
+    return [column == sa.any_(sa.cast(sa.bindparam("only", sorted(only), type_=_IDS), _IDS))]
+
+
+def _edges(conn: sa.Connection, sha: str, only: Collection[str] | None) -> list[tuple[str, str, str, str]]:
+    """(artifact_id, span_id, path, role) of every grounding edge of the snapshot (or of ``only``)."""
     d, s = artifact_derived_from.c, snapshot_entry.c
     query = (
         sa.select(d.artifact_id, d.span_id, d.path, d.role)
         .join(snapshot_entry, s.artifact_id == d.artifact_id)
-        .where(s.sha == sha)
+        .where(s.sha == sha, *_only(s.artifact_id, only))
     )
     return [(aid, span_id, path, role) for aid, span_id, path, role in conn.execute(query).all()]
 
@@ -88,9 +96,12 @@ def _span_names(conn: sa.Connection, span_ids: set[str]) -> dict[str, SpanName]:
     return {span_id: SpanName(kind, fq) for span_id, kind, fq in conn.execute(query).all()}
 
 
-def load_snapshot(conn: sa.Connection, sha: str) -> LoadedSnapshot:
-    """Every artifact of the published snapshot of ``sha``, grounding placed at ``sha``."""
-    edges = _edges(conn, sha)
+def load_snapshot(conn: sa.Connection, sha: str, only: Collection[str] | None = None) -> LoadedSnapshot:
+    """Every artifact of the published snapshot of ``sha``, grounding placed at ``sha``; with
+    ``only``, just those of its artifacts (ids not in the snapshot are left out)."""
+    if only is not None and not only:
+        return LoadedSnapshot([], {})
+    edges = _edges(conn, sha, only)
     span_ids = {e[1] for e in edges}
     lines = _lines(conn, sha, {e[2] for e in edges}, span_ids)
     grounding: dict[str, list[GroundingLine]] = defaultdict(list)
@@ -112,7 +123,7 @@ def load_snapshot(conn: sa.Connection, sha: str) -> LoadedSnapshot:
             a.model_id,
         )
         .join(snapshot_entry, snapshot_entry.c.artifact_id == a.artifact_id)
-        .where(snapshot_entry.c.sha == sha)
+        .where(snapshot_entry.c.sha == sha, *_only(snapshot_entry.c.artifact_id, only))
     )
     records = []
     for aid, kind, key, ex_id, ex_version, method, confidence, payload, prompt, model in conn.execute(query):
