@@ -175,10 +175,19 @@ def failed_checks(instance: Any, run_id: str) -> list[str]:
         evaluation = entry.dagster_event.event_specific_data
         if evaluation.passed or evaluation.severity.value == "WARN":
             continue
-        name = f"{evaluation.asset_key.to_user_string()}.{evaluation.check_name}"
-        evidence = evaluation.metadata.get("evidence")
-        lines.append(f"{name}: {evidence.value}" if evidence is not None else name)
+        lines.append(_check_line(evaluation))
     return lines
+
+
+def _check_name(evaluation: Any) -> str:
+    return f"{evaluation.asset_key.to_user_string()}.{evaluation.check_name}"
+
+
+def _check_line(evaluation: Any) -> str:
+    """``asset.check: evidence`` of one check evaluation (from a run result or an event log)."""
+    evidence = evaluation.metadata.get("evidence")
+    name = _check_name(evaluation)
+    return f"{name}: {evidence.value}" if evidence is not None else name
 
 
 def _quiet_reconnects(record: logging.LogRecord) -> bool:
@@ -235,11 +244,8 @@ def check_report(result: Any) -> CheckReport:
     warnings: list[str] = []
     passed: list[str] = []
     for evaluation in result.get_asset_check_evaluations():
-        name = f"{evaluation.asset_key.to_user_string()}.{evaluation.check_name}"
         if evaluation.passed:
-            passed.append(name)
+            passed.append(_check_name(evaluation))
             continue
-        evidence = evaluation.metadata.get("evidence")
-        line = f"{name}: {evidence.value}" if evidence is not None else name
-        (warnings if evaluation.severity.value == "WARN" else failures).append(line)
+        (warnings if evaluation.severity.value == "WARN" else failures).append(_check_line(evaluation))
     return CheckReport(tuple(failures), tuple(warnings), tuple(passed))

@@ -130,12 +130,13 @@ class GitRepo:
         A commit's tree never changes, and one index run asks for it about ten times (ingest, the
         reproducibility checks' size test, the oracles), which on Django is ~0.1 s each: the
         listings of the last few commits are kept."""
-        full = str(self._commit(sha).id)
+        commit = self._commit(sha)
+        full = str(commit.id)
         with self._listings_lock:
             known = self._listings.get(full)
         if known is not None:
             return known
-        listing = list_python_files(self._repo.odb, self._commit(full).tree)
+        listing = list_python_files(self._repo.odb, commit.tree)
         with self._listings_lock:
             self._listings[full] = listing
             while len(self._listings) > LISTINGS_KEPT:
