@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from kb_assets.core.errors import GroundingError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft
-from kb_assets.core.ids import artifact_id
+from kb_assets.core.ids import ArtifactIds
 from kb_assets.core.models import Artifact, Grounding, Method
 from kb_assets.core.program import Program
 
@@ -57,13 +57,17 @@ def build_artifacts(
     program: Program,
     method: Method = Method.DETERMINISTIC,
 ) -> list[Artifact]:
-    """Give each draft its content-addressed id; sorted by (kind, logical_key) for determinism."""
+    """Give each draft its content-addressed id; sorted by (kind, logical_key) for determinism.
+
+    The ids are made by one ``ArtifactIds``: drafts of one extractor share most grounding edges,
+    and it encodes each edge once (same bytes hashed as ``ids.artifact_id``)."""
     occurrences = known_occurrences(program)
+    ids = ArtifactIds()
     seen: dict[tuple[str, str], Artifact] = {}
     for draft in drafts:
         grounding = check_grounding(draft, occurrences)
         art = Artifact(
-            artifact_id=artifact_id(
+            artifact_id=ids.artifact_id(
                 logical_key=draft.logical_key,
                 extractor_id=extractor_id,
                 extractor_version=extractor_version,
