@@ -62,7 +62,7 @@ def content_digest(payload: Mapping[str, JSON], grounding: Iterable[Grounding]) 
     Folding this into the artifact id makes "same id, different payload" impossible by
     construction, even when a payload names dotted paths that follow a file move.
     """
-    return ArtifactIds().content_digest(payload, _rows(grounding))
+    return ArtifactIds().content_digest(payload, grounding_rows(grounding))
 
 
 def artifact_id(
@@ -91,12 +91,12 @@ def artifact_id(
     )
 
 
-_Row = tuple[str, str, str]
+GroundingRow = tuple[str, str, str]
 """A grounding edge as (span id, path, role): ``Grounding``'s fields, hashed and sorted in C."""
 
 
-def _rows(grounding: Iterable[Grounding]) -> list[_Row]:
-    """The grounding edges, de-duplicated and in ``Grounding`` order."""
+def grounding_rows(grounding: Iterable[Grounding]) -> list[GroundingRow]:
+    """The grounding edges as rows, de-duplicated and in ``Grounding`` order."""
     return sorted({(g.span_id, g.path, g.role) for g in grounding})
 
 
@@ -112,9 +112,9 @@ class ArtifactIds:
     """
 
     def __init__(self) -> None:
-        self._texts: dict[_Row, str] = {}
+        self._texts: dict[GroundingRow, str] = {}
 
-    def content_digest(self, payload: Mapping[str, JSON], rows: list[_Row]) -> str:
+    def content_digest(self, payload: Mapping[str, JSON], rows: list[GroundingRow]) -> str:
         """``content_digest`` of sorted, de-duplicated rows."""
         texts = self._texts
         parts = []
@@ -138,7 +138,29 @@ class ArtifactIds:
         model_id: str | None = None,
     ) -> str:
         """``artifact_id`` (see there)."""
-        rows = _rows(grounding)
+        return self.of_rows(
+            grounding_rows(grounding),
+            logical_key=logical_key,
+            extractor_id=extractor_id,
+            extractor_version=extractor_version,
+            payload=payload,
+            prompt_version=prompt_version,
+            model_id=model_id,
+        )
+
+    def of_rows(
+        self,
+        rows: list[GroundingRow],
+        *,
+        logical_key: str,
+        extractor_id: str,
+        extractor_version: str,
+        payload: Mapping[str, JSON],
+        prompt_version: str | None = None,
+        model_id: str | None = None,
+    ) -> str:
+        """``artifact_id`` of grounding rows already de-duplicated and sorted (``grounding_rows``;
+        ``build_artifacts`` has them from its own check and need not sort them twice)."""
         if not rows:
             raise GroundingError(logical_key)
         # The rows are sorted by span id first, so their distinct span ids come out sorted (str
