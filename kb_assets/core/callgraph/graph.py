@@ -136,11 +136,11 @@ class CallGraph:
         edge.forms |= forms
         if via and via is not edge.via:
             edge.via = union_spans(edge.via, via)
-        path, span, offset = site
-        if span == edge.caller.span and path == edge.caller.path:
+        site_path, site_span, offset = site
+        if site_span == edge.caller.span and site_path == edge.caller.path:
             edge.offsets.append(offset)
         else:
-            edge.add_site(path, span, offset)
+            edge.add_site(site_path, site_span, offset)
         if main:
             edge.main = True
 
