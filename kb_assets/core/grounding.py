@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from kb_assets.core.errors import GroundingError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft
-from kb_assets.core.ids import artifact_id
+from kb_assets.core.ids import ArtifactIds, GroundingRow
 from kb_assets.core.models import Artifact, Grounding, Method
 from kb_assets.core.program import Program
 
@@ -32,21 +32,25 @@ def known_occurrences(program: Program) -> frozenset[tuple[str, str]]:
     return found
 
 
-def _grounding_order(g: Grounding) -> tuple[str, str, str]:
-    """``Grounding``'s own (dataclass) order as a plain tuple key: the same order, sorted without
-    a generated ``__lt__`` call per comparison."""
-    return (g.span_id, g.path, g.role)
-
-
 def check_grounding(draft: Draft, occurrences: frozenset[tuple[str, str]]) -> tuple[Grounding, ...]:
     """The draft's grounding, de-duplicated and sorted; raises if empty or pointing nowhere."""
-    rows = tuple(sorted(set(draft.grounding), key=_grounding_order))
-    if not rows:
+    return _checked(draft, occurrences)[1]
+
+
+def _checked(
+    draft: Draft, occurrences: frozenset[tuple[str, str]]
+) -> tuple[list[GroundingRow], tuple[Grounding, ...]]:
+    """``check_grounding``, with the edges' rows (the same order): edges are de-duplicated and
+    sorted as (span id, path, role) tuples, ``Grounding``'s own order and equality, because a
+    tuple hashes and compares in C and a dataclass in Python code."""
+    unique = {(g.span_id, g.path, g.role): g for g in draft.grounding}
+    if not unique:
         raise GroundingError(draft.logical_key)
-    for g in rows:
-        if (g.path, g.span_id) not in occurrences:
-            raise GroundingError(draft.logical_key, f"span {g.span_id[:12]} does not occur in {g.path}")
-    return rows
+    rows = sorted(unique)
+    for span_id, path, _ in rows:
+        if (path, span_id) not in occurrences:
+            raise GroundingError(draft.logical_key, f"span {span_id[:12]} does not occur in {path}")
+    return rows, tuple(map(unique.__getitem__, rows))
 
 
 def build_artifacts(
@@ -57,17 +61,22 @@ def build_artifacts(
     program: Program,
     method: Method = Method.DETERMINISTIC,
 ) -> list[Artifact]:
-    """Give each draft its content-addressed id; sorted by (kind, logical_key) for determinism."""
+    """Give each draft its content-addressed id; sorted by (kind, logical_key) for determinism.
+
+    The ids are made by one ``ArtifactIds``: drafts of one extractor share most grounding edges,
+    and it encodes each edge once (same bytes hashed as ``ids.artifact_id``), from the rows the
+    grounding check sorted."""
     occurrences = known_occurrences(program)
+    ids = ArtifactIds()
     seen: dict[tuple[str, str], Artifact] = {}
     for draft in drafts:
-        grounding = check_grounding(draft, occurrences)
+        rows, grounding = _checked(draft, occurrences)
         art = Artifact(
-            artifact_id=artifact_id(
+            artifact_id=ids.of_rows(
+                rows,
                 logical_key=draft.logical_key,
                 extractor_id=extractor_id,
                 extractor_version=extractor_version,
-                grounding=grounding,
                 payload=draft.payload,
             ),
             kind=draft.kind,

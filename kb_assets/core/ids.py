@@ -62,9 +62,7 @@ def content_digest(payload: Mapping[str, JSON], grounding: Iterable[Grounding]) 
     Folding this into the artifact id makes "same id, different payload" impossible by
     construction, even when a payload names dotted paths that follow a file move.
     """
-    rows = sorted({(g.span_id, g.path, g.role) for g in grounding})
-    body = canonical_json({"grounding": [list(r) for r in rows], "payload": payload})
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return ArtifactIds().content_digest(payload, grounding_rows(grounding))
 
 
 def artifact_id(
@@ -82,27 +80,109 @@ def artifact_id(
 
     Raises ``GroundingError`` for an artifact with no grounding: such a thing has no identity.
     """
-    rows = tuple(grounding)
-    span_ids = sorted({g.span_id.encode("ascii") for g in rows})
-    if not span_ids:
-        raise GroundingError(logical_key)
-    head = (
-        ARTIFACT_ID_VERSION,
-        extractor_id,
-        extractor_version,
-        logical_key,
-        prompt_version or "",
-        model_id or "",
+    return ArtifactIds().artifact_id(
+        logical_key=logical_key,
+        extractor_id=extractor_id,
+        extractor_version=extractor_version,
+        grounding=grounding,
+        payload=payload,
+        prompt_version=prompt_version,
+        model_id=model_id,
     )
-    # Hashed in one call: each part followed by NUL, exactly the bytes of one update per part and
-    # per separator (UTF-8 of a join is the join of the UTF-8s), without ~20 calls per artifact.
-    hashed = b"".join(
-        (
-            "\x00".join(head).encode("utf-8"),
-            _SEP,
-            _SEP.join(span_ids),
-            _SEP,
-            content_digest(payload, rows).encode("ascii"),
+
+
+GroundingRow = tuple[str, str, str]
+"""A grounding edge as (span id, path, role): ``Grounding``'s fields, hashed and sorted in C."""
+
+
+def grounding_rows(grounding: Iterable[Grounding]) -> list[GroundingRow]:
+    """The grounding edges as rows, de-duplicated and in ``Grounding`` order."""
+    return sorted({(g.span_id, g.path, g.role) for g in grounding})
+
+
+class ArtifactIds:
+    """``artifact_id`` and ``content_digest`` for a batch of artifacts (one ``build_artifacts``
+    call): the same rule and the same bytes, but each grounding edge's JSON text is made once.
+
+    The canonical JSON of ``{"grounding": rows, "payload": payload}`` is, byte for byte, the
+    encoder's text of each row joined by commas inside the fixed frame written below (sorted keys,
+    no whitespace; JSON text is compositional). A commit's artifacts share most of their edges
+    (tens of thousands of call edges name a few thousand caller and callee spans), and encoding
+    the rows was half of the encoding work; the memo only ever holds texts of this batch.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[GroundingRow, str] = {}
+
+    def content_digest(self, payload: Mapping[str, JSON], rows: list[GroundingRow]) -> str:
+        """``content_digest`` of sorted, de-duplicated rows."""
+        texts = self._texts
+        parts = []
+        for row in rows:
+            text = texts.get(row)
+            if text is None:
+                text = texts[row] = _CANONICAL.encode(list(row))
+            parts.append(text)
+        body = '{"grounding":[' + ",".join(parts) + '],"payload":' + _CANONICAL.encode(payload) + "}"
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+    def artifact_id(
+        self,
+        *,
+        logical_key: str,
+        extractor_id: str,
+        extractor_version: str,
+        grounding: Iterable[Grounding],
+        payload: Mapping[str, JSON],
+        prompt_version: str | None = None,
+        model_id: str | None = None,
+    ) -> str:
+        """``artifact_id`` (see there)."""
+        return self.of_rows(
+            grounding_rows(grounding),
+            logical_key=logical_key,
+            extractor_id=extractor_id,
+            extractor_version=extractor_version,
+            payload=payload,
+            prompt_version=prompt_version,
+            model_id=model_id,
         )
-    )
-    return hashlib.sha256(hashed).hexdigest()
+
+    def of_rows(
+        self,
+        rows: list[GroundingRow],
+        *,
+        logical_key: str,
+        extractor_id: str,
+        extractor_version: str,
+        payload: Mapping[str, JSON],
+        prompt_version: str | None = None,
+        model_id: str | None = None,
+    ) -> str:
+        """``artifact_id`` of grounding rows already de-duplicated and sorted (``grounding_rows``;
+        ``build_artifacts`` has them from its own check and need not sort them twice)."""
+        if not rows:
+            raise GroundingError(logical_key)
+        # The rows are sorted by span id first, so their distinct span ids come out sorted (str
+        # order is byte order for ASCII, and anything else fails to encode, as it always did).
+        span_ids = "\x00".join(dict.fromkeys(row[0] for row in rows)).encode("ascii")
+        head = (
+            ARTIFACT_ID_VERSION,
+            extractor_id,
+            extractor_version,
+            logical_key,
+            prompt_version or "",
+            model_id or "",
+        )
+        # Hashed in one call: each part followed by NUL, exactly the bytes of one update per part and
+        # per separator (UTF-8 of a join is the join of the UTF-8s), without ~20 calls per artifact.
+        hashed = b"".join(
+            (
+                "\x00".join(head).encode("utf-8"),
+                _SEP,
+                span_ids,
+                _SEP,
+                self.content_digest(payload, rows).encode("ascii"),
+            )
+        )
+        return hashlib.sha256(hashed).hexdigest()

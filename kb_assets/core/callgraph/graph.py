@@ -131,10 +131,18 @@ class CallGraph:
             self.nodes.setdefault(callee.dotted, callee)
         if callee is not edge.callee and (callee.path, callee.span) not in edge.callee_spans:
             edge.callee_spans += ((callee.path, callee.span),)
+        # The common cases inline (this runs once per resolved site): no new span read, a site in
+        # the edge's own caller span, not under ``__main__``.
         edge.forms |= forms
-        edge.via = union_spans(edge.via, via)
-        edge.add_site(*site)
-        edge.main = edge.main or main
+        if via and via is not edge.via:
+            edge.via = union_spans(edge.via, via)
+        site_path, site_span, offset = site
+        if site_span == edge.caller.span and site_path == edge.caller.path:
+            edge.offsets.append(offset)
+        else:
+            edge.add_site(site_path, site_span, offset)
+        if main:
+            edge.main = True
 
     def callees(self, caller: str) -> list[Edge]:
         """Outgoing edges of a node, in callee order (indexed on first use)."""

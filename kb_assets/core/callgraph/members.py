@@ -72,7 +72,7 @@ class Members:
         self._returning: set[Fn] = set()
         self._definitions: dict[tuple[ScopeRef, str], Resolved] = {}
         self._imported: dict[tuple[str, str], Resolved | None] = {}
-        self._lookups: dict[tuple[Value, str], Resolved | None] = {}
+        self._lookups: dict[tuple[object, ...], Resolved | None] = {}
 
     # -- values of definitions, modules and symbols ----------------------------------------------
     def definition(self, ref: ScopeRef, form: str) -> Resolved:
@@ -174,8 +174,11 @@ class Members:
     def _lookup(self, v: Cls | Inst | Super, name: str) -> Resolved | None:
         """``name`` looked up on a class, an instance or ``super()``, from nothing (memoized: the
         forms and spans of what led to ``v`` are added by the caller)."""
-        key = (v, name)
-        known = self._lookups.get(key, _UNSET)  # one lookup: hashing a value runs Python code
+        # Keyed by the value's type and fields rather than the value: a dataclass hashes and compares
+        # in Python code, a tuple of a type, a ``Def`` and strings in C (Super, rare, is kept whole).
+        kind = type(v)
+        key = (kind, v.defn, name) if kind is not Super else (v, name)
+        known = self._lookups.get(key, _UNSET)  # one lookup
         if known is not _UNSET:
             return known  # type: ignore[return-value]
         r = Resolved(v)
