@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kb_assets.core.models import Gap, Grounding, ParsedBlob
@@ -160,6 +162,20 @@ def test_insert_artifacts_sends_only_what_is_not_stored(store: Store) -> None:
         records = {r.logical_key: r for r in reads.snapshot_records(conn, SHA1)}
     assert [g.span_id for g in records["call:old"].grounding] == [ALPHA.span_id]
     assert len(records["call:new"].grounding) == 2
+
+
+def test_insert_artifacts_writes_a_repeated_artifact_or_edge_once(store: Store) -> None:
+    """Grounding rows go in by a plain COPY (no ON CONFLICT): an artifact twice in a batch, or an
+    edge twice in one artifact's grounding (artifacts not made by ``build_artifacts`` may have
+    one), is still one row each, and the artifact counts once."""
+    edge = Grounding(ALPHA.span_id, "m.py", "caller")
+    base = grounded("call:twice", [edge])
+    doubled = dataclasses.replace(base, grounding=(edge, edge))
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA]})
+        assert writes.insert_artifacts(conn, [doubled, base, doubled]) == 1
+    rows = _everything(store)["artifact_derived_from"]
+    assert [r[:4] for r in rows] == [(base.artifact_id, ALPHA.span_id, "m.py", "caller")]
 
 
 def test_copy_round_trips_awkward_text(store: Store) -> None:

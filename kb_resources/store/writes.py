@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from kb_assets.core.errors import GroundingError
 from kb_assets.core.ids import canonical_json
-from kb_assets.core.models import JSON, Artifact, Gap, Grounding, ParsedBlob
+from kb_assets.core.models import JSON, Artifact, Gap, ParsedBlob
 from kb_resources.store.bulk import (
     analyze_if_large,
     copy_new_rows,
@@ -128,10 +128,6 @@ def _insert_spans(conn: sa.Connection, rows: Iterable[tuple[str, str, str, str]]
     return copy_new_rows(conn, "code_span", columns, rows, order_by=("span_id",))
 
 
-def _grounding_key(g: Grounding) -> tuple[str, str, str]:
-    return (g.span_id, g.path, g.role)
-
-
 def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
     """Store artifacts with their grounding; raise ``GroundingError`` before writing if one has none."""
     batch = list(artifacts)
@@ -174,12 +170,13 @@ def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
     )
     inserted = insert_new_keys(conn, "artifact", columns, artifact_rows, key="artifact_id")
     # The grounding of the artifacts this statement inserted: no other transaction can have any.
-    # Sent in primary-key order, one artifact at a time (a batch may repeat an artifact).
+    # Sent one artifact at a time in id order (a batch may repeat an artifact, and an artifact not
+    # built by ``build_artifacts`` may repeat an edge: each row is sent once).
     fresh = {a.artifact_id: a for a in batch if a.artifact_id in inserted}
     rows = (
-        (aid, g.span_id, g.path, g.role)
+        (aid, *row)
         for aid in sorted(fresh)
-        for g in sorted(set(fresh[aid].grounding), key=_grounding_key)
+        for row in dict.fromkeys((g.span_id, g.path, g.role) for g in fresh[aid].grounding)
     )
     pk = [c.name for c in artifact_derived_from.primary_key.columns]
     written = copy_rows(conn, "artifact_derived_from", pk, rows)
