@@ -80,11 +80,11 @@ def artifact_id(
 
     Raises ``GroundingError`` for an artifact with no grounding: such a thing has no identity.
     """
-    return ArtifactIds().artifact_id(
+    return ArtifactIds().of_rows(
+        grounding_rows(grounding),
         logical_key=logical_key,
         extractor_id=extractor_id,
         extractor_version=extractor_version,
-        grounding=grounding,
         payload=payload,
         prompt_version=prompt_version,
         model_id=model_id,
@@ -125,28 +125,6 @@ class ArtifactIds:
             parts.append(text)
         body = '{"grounding":[' + ",".join(parts) + '],"payload":' + _CANONICAL.encode(payload) + "}"
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
-
-    def artifact_id(
-        self,
-        *,
-        logical_key: str,
-        extractor_id: str,
-        extractor_version: str,
-        grounding: Iterable[Grounding],
-        payload: Mapping[str, JSON],
-        prompt_version: str | None = None,
-        model_id: str | None = None,
-    ) -> str:
-        """``artifact_id`` (see there)."""
-        return self.of_rows(
-            grounding_rows(grounding),
-            logical_key=logical_key,
-            extractor_id=extractor_id,
-            extractor_version=extractor_version,
-            payload=payload,
-            prompt_version=prompt_version,
-            model_id=model_id,
-        )
 
     def of_rows(
         self,
