@@ -78,8 +78,6 @@ class SnapshotIndex:
     """path -> blob id: what tells a later commit's index which files changed."""
     located_with: str | None = None
     """The parser version whose spans place the grounding lines."""
-    names: dict[str, str] = field(default_factory=dict)
-    """span id -> qualified name, for every grounding span."""
     loaded: int = 0
     """How many records were read from the store to build this index (the rest were reused)."""
     keys: list[str] = field(init=False)
@@ -155,9 +153,10 @@ def build_index(conn: sa.Connection, sha: str, previous: SnapshotIndex | None = 
     else:
         wanted = None
     loaded = reads.load_snapshot(conn, sha, only=wanted)
-    names = {span_id: name.fq_symbol_path for span_id, name in loaded.spans.items()}
-    if previous is not None and reused:
-        names = {**previous.names, **names}
+    names: dict[str, str] = {}
+    if previous is not None and reused:  # the reused units' span names, as ``previous`` placed them
+        names = {g.span_id: g.fq_symbol_path for edges in previous.grounded.values() for g in edges}
+    names.update((span_id, name.fq_symbol_path) for span_id, name in loaded.spans.items())
     modules = {module: path for path, module in files.items() if module}
     entries = [*reused.values(), *(_entry(rec, modules) for rec in loaded.records)]
     entries.sort(key=lambda e: (e.logical_key, e.kind, e.artifact_id))
@@ -165,16 +164,9 @@ def build_index(conn: sa.Connection, sha: str, previous: SnapshotIndex | None = 
     for entry in entries:
         for path, span_id in {(g.path, g.span_id) for g in entry.record.grounding}:
             grounded[path].append(Grounded(entry.artifact_id, span_id, names.get(span_id, "")))
-    kept = {g.span_id for edges in grounded.values() for g in edges}
+    loaded_count = len(loaded.records)
     return SnapshotIndex(
-        sha,
-        entries,
-        files,
-        dict(grounded),
-        blobs=blobs,
-        located_with=located_with,
-        names={span_id: names[span_id] for span_id in sorted(kept) if span_id in names},
-        loaded=len(loaded.records),
+        sha, entries, files, dict(grounded), blobs=blobs, located_with=located_with, loaded=loaded_count
     )
 
 

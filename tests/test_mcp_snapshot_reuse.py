@@ -32,7 +32,6 @@ def _shape(index: SnapshotIndex) -> tuple[object, ...]:
         index.grounded,
         index.blobs,
         index.located_with,
-        index.names,
         index.keys,
         index.by_key,
         index.by_subject,
