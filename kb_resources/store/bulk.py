@@ -102,7 +102,7 @@ def copy_new_rows(
     Rows are inserted in ``order_by`` order (the primary key), so two writers of overlapping sets
     take their row locks in the same order and cannot deadlock.
     """
-    return len(_insert_new(conn, table, columns, rows, order_by=order_by, returning=None))
+    return _insert_new(conn, table, columns, rows, order_by=order_by, returning=None)[0]
 
 
 def insert_new_keys(
@@ -120,7 +120,7 @@ def insert_new_keys(
     the 320k grounding rows of Django's call edges. A key another writer inserted concurrently is
     not returned (its statement waited for that writer), so its children are that writer's.
     """
-    return set(_insert_new(conn, table, columns, rows, order_by=(key,), returning=key))
+    return set(_insert_new(conn, table, columns, rows, order_by=(key,), returning=key)[1])
 
 
 def _insert_new(
@@ -131,9 +131,8 @@ def _insert_new(
     *,
     order_by: Sequence[str],
     returning: str | None,
-) -> list[Any]:
-    """Stage ``rows``, insert the new ones; one item per inserted row (its ``returning`` column,
-    or None when not asked for)."""
+) -> tuple[int, list[Any]]:
+    """Stage ``rows`` and insert the new ones: how many, and their ``returning`` column if asked."""
     raw = _driver_connection(conn)
     stage = sql.Identifier(f"_kb_stage_{table}_{next(_stage_names)}")
     cols = sql.SQL(", ").join(map(sql.Identifier, columns))
@@ -143,7 +142,7 @@ def _insert_new(
                 stage, sql.Identifier(table)
             )
         )
-    inserted: list[Any] = []
+    count, keys = 0, []
     if _copy(raw, stage, columns, rows) > 0:
         insert = "INSERT INTO {} ({}) SELECT {} FROM {} ORDER BY {} ON CONFLICT DO NOTHING"
         statement = sql.SQL(insert).format(
@@ -152,14 +151,14 @@ def _insert_new(
         with raw.cursor() as cur:
             if returning is None:
                 cur.execute(statement)
-                inserted = [None] * max(cur.rowcount, 0)
             else:
                 cur.execute(sql.SQL("{} RETURNING {}").format(statement, sql.Identifier(returning)))
-                inserted = [row[0] for row in cur.fetchall()]
+                keys = [row[0] for row in cur.fetchall()]
+            count = max(cur.rowcount, 0)
     with raw.cursor() as cur:
         cur.execute(sql.SQL("DROP TABLE {}").format(stage))
-    analyze_if_large(conn, table, len(inserted))
-    return inserted
+    analyze_if_large(conn, table, count)
+    return count, keys
 
 
 def analyze_if_large(conn: sa.Connection, table: str, written: int) -> None:
