@@ -7,6 +7,7 @@ commit of every repository.
 
 import dagster as dg
 
+from kb_assets.assets.metadata import indexed_base
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.partitions import commits
@@ -32,7 +33,13 @@ def oracle_unavailable(oracle: str, err: Exception) -> dg.AssetCheckResult:
 
 
 def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
-    """Blocking invariant checks on one extractor's asset."""
+    """Blocking invariant checks on one extractor's asset. A large staged set indexed against a
+    published base is read against it: only what the base's snapshot does not prove is checked
+    (``since`` in the metadata; ``kb_resources.store.staged_delta``)."""
+
+    def since(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> str | None:
+        base = indexed_base(context)
+        return gates.delta_since(kb.engine(), context.partition_key, extractor.extractor_id, base)
 
     @dg.asset_check(
         asset=extractor.asset_name, name="every_artifact_grounded", blocking=True, partitions_def=commits
@@ -40,8 +47,9 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
     def grounded(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
         """Every staged artifact has at least one grounding row pointing at a span occurrence of the
         commit."""
-        bad = gates.ungrounded(kb.engine(), context.partition_key, extractor.extractor_id)
-        return _result(not bad, bad, ungrounded=len(bad))
+        base = since(context, kb)
+        bad = gates.ungrounded(kb.engine(), context.partition_key, extractor.extractor_id, since=base)
+        return _result(not bad, bad, ungrounded=len(bad), since=base or "none")
 
     @dg.asset_check(
         asset=extractor.asset_name, name="ids_reproducible", blocking=True, partitions_def=commits
@@ -51,6 +59,7 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
         identical ids (commits of up to KB_VERIFY_MAX_FILES files); above that, the ids of a
         sample of the staged records recompute from what was stored, and the full recomputation
         runs in ``verify_commit`` (check ``extractions_reproducible``)."""
+        base = since(context, kb)
         mode, diff = gates.ids_reproducibility(
             kb.git(),
             kb.engine(),
@@ -60,18 +69,19 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
             workers=kb.workers,
             max_files=kb.verify_max_files,
             sample=STORED_ID_SAMPLE,
+            since=base,
         )
-        return _result(diff.equal, diff.evidence(), matched=diff.matched, mode=mode)
+        return _result(diff.equal, diff.evidence(), matched=diff.matched, mode=mode, since=base or "none")
 
     @dg.asset_check(
         asset=extractor.asset_name, name="artifact_frame_valid", blocking=True, partitions_def=commits
     )
     def frame(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
         """The staged artifacts conform to the declared artifact frame (64-hex ids, >= 1 grounding row)."""
-        errors = validation_errors(
-            ARTIFACT_FRAME, gates.artifact_frame(kb.engine(), context.partition_key, extractor.extractor_id)
-        )
-        return _result(not errors, errors)
+        base = since(context, kb)
+        rows = gates.artifact_frame(kb.engine(), context.partition_key, extractor.extractor_id, since=base)
+        errors = validation_errors(ARTIFACT_FRAME, rows)
+        return _result(not errors, errors, checked=rows.height, since=base or "none")
 
     return [grounded, reproducible, frame]
 

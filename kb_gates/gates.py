@@ -30,10 +30,18 @@ UNPARSED = frozenset({"binary", "not_utf8", "too_large", "syntax_error", "parse_
 """Parse gap reasons that leave a file without spans (exported empty for grimp)."""
 
 
-def ungrounded(engine: Engine, sha: str, extractor_id: str) -> list[str]:
-    """Staged artifacts of the commit with no grounding row that points at a real occurrence."""
+def delta_since(engine: Engine, sha: str, extractor_id: str, base: str | None) -> str | None:
+    """The published base whose snapshot proves what the blocking checks of this extractor's
+    staged set may skip (None: check the whole set); see ``kb_resources.store.staged_delta``."""
     with engine.connect() as conn:
-        return reads.ungrounded_staged(conn, sha, extractor_id, parser_version())
+        return reads.delta_base(conn, sha, extractor_id, base, parser_version())
+
+
+def ungrounded(engine: Engine, sha: str, extractor_id: str, *, since: str | None = None) -> list[str]:
+    """Staged artifacts of the commit with no grounding row that points at a real occurrence (of
+    those ``since`` does not prove, when given)."""
+    with engine.connect() as conn:
+        return reads.ungrounded_staged(conn, sha, extractor_id, parser_version(), since=since)
 
 
 def reproducibility_diff(
@@ -61,13 +69,16 @@ def ids_reproducibility(
     workers: int,
     max_files: int,
     sample: int,
+    since: str | None = None,
 ) -> tuple[str, SetDiff[str]]:
     """The blocking reproducibility gate and how it was run: the full recomputation for a commit of
-    up to ``max_files`` Python files, else the stored sample (``verify_commit`` recomputes it all)."""
+    up to ``max_files`` Python files, else the stored sample (``verify_commit`` recomputes it all),
+    drawn from the records new since ``since`` when given."""
     if len(repo.python_files(sha)) <= max_files:
         diff = reproducibility_diff(repo, engine, sha, extractor, limits=limits, workers=workers)
         return "recomputed", diff
-    return "stored sample", stored_ids_diff(engine, sha, extractor.extractor_id, sample=sample)
+    diff = stored_ids_diff(engine, sha, extractor.extractor_id, sample=sample, since=since)
+    return "stored sample", diff
 
 
 def extractions_diff(
@@ -80,7 +91,9 @@ def extractions_diff(
     }
 
 
-def stored_ids_diff(engine: Engine, sha: str, extractor_id: str, *, sample: int) -> SetDiff[str]:
+def stored_ids_diff(
+    engine: Engine, sha: str, extractor_id: str, *, sample: int, since: str | None = None
+) -> SetDiff[str]:
     """Recompute the id of a deterministic sample of the extractor's staged artifacts from their
     stored records (logical key, versions, grounding, payload as read back) and compare.
 
@@ -88,10 +101,11 @@ def stored_ids_diff(engine: Engine, sha: str, extractor_id: str, *, sample: int)
     store: the record behind an id is the record that id names (the payload survived the JSON
     round trip, no grounding row went missing or appeared). It reads ``sample`` records instead of
     resolving the whole program, so it can stay on the hot path of a large repository while the
-    full recomputation runs in ``verify_commit``.
+    full recomputation runs in ``verify_commit``. Given ``since`` (a proven base), the sample is drawn
+    from the records its snapshot lacks: the others were written, and could be sampled, before.
     """
     with engine.connect() as conn:
-        chosen = reads.staged_sample(conn, sha, extractor_id, sample)
+        chosen = reads.staged_sample(conn, sha, extractor_id, sample, since=since)
         records = reads.records_by_id(conn, sha, chosen)
     again = [
         artifact_id(
@@ -124,10 +138,11 @@ def span_frame(engine: Engine, sha: str) -> pl.DataFrame:
     )
 
 
-def artifact_frame(engine: Engine, sha: str, extractor_id: str) -> pl.DataFrame:
-    """The extractor's staged artifacts with their grounding-row counts (``ARTIFACT_FRAME``)."""
+def artifact_frame(engine: Engine, sha: str, extractor_id: str, *, since: str | None = None) -> pl.DataFrame:
+    """The extractor's staged artifacts with their grounding-row counts (``ARTIFACT_FRAME``); those
+    new since ``since``, when given."""
     with engine.connect() as conn:
-        rows = reads.staged_grounding_counts(conn, sha, extractor_id)
+        rows = reads.staged_grounding_counts(conn, sha, extractor_id, since=since)
     return pl.DataFrame(
         {
             "artifact_id": [r[0] for r in rows],

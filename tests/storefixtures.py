@@ -53,17 +53,24 @@ def encode_facts(facts: Mapping[str, object]) -> bytes:
     return ids.canonical_json(dict(facts)).encode()
 
 
-def seed_commit(conn: sa.Connection, sha: str, files: Mapping[str, Sequence[Span]]) -> None:
-    """Record commit ``sha`` with ``files`` (path -> spans of its blob) and their occurrences."""
+def seed_commit(
+    conn: sa.Connection,
+    sha: str,
+    files: Mapping[str, Sequence[Span]],
+    *,
+    blobs: Mapping[str, str] | None = None,
+) -> None:
+    """Record commit ``sha`` with ``files`` (path -> spans of its blob) and their occurrences. Each
+    file gets a blob of its own unless ``blobs`` names it (path -> name): files given the same
+    name in two commits keep their blob, as an unchanged file does."""
     writes.upsert_commit(conn, sha=sha, tree_id=sha_of(f"tree:{sha}"), parents=[], committed_at=COMMITTED_AT)
-    blobs = [
-        ParsedBlob(sha_of(f"blob:{path}:{sha}"), tuple(spans), line_count=99) for path, spans in files.items()
-    ]
-    writes.insert_parsed_blobs(conn, PARSER_VERSION, blobs, encode_facts)
+    named = {path: (blobs or {}).get(path, f"{path}:{sha}") for path in files}
+    parsed = [ParsedBlob(sha_of(f"blob:{named[p]}"), tuple(s), line_count=99) for p, s in files.items()]
+    writes.insert_parsed_blobs(conn, PARSER_VERSION, parsed, encode_facts)
     writes.replace_commit_files(
         conn,
         sha,
-        [(path, b.blob_id, "regular", 10, None, False) for path, b in zip(files, blobs, strict=True)],
+        [(path, b.blob_id, "regular", 10, None, False) for path, b in zip(files, parsed, strict=True)],
     )
     conn.execute(sa.update(commit_ref).where(commit_ref.c.sha == sha).values(parser_version=PARSER_VERSION))
 

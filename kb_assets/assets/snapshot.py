@@ -1,9 +1,8 @@
 """``knowledge_snapshot``: the commit's published manifest, visible atomically."""
 
-from typing import Any
-
 import dagster as dg
 
+from kb_assets.assets.metadata import latest_metadata
 from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.core.summary import markdown_summary, summary_line
 from kb_assets.indexing.extract import ids_digest
@@ -11,16 +10,6 @@ from kb_assets.indexing.publish import publish_commit
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
 from kb_resources.store import reads
-
-
-def latest_metadata(context: dg.AssetExecutionContext, asset: str) -> dict[str, Any]:
-    """The metadata of the newest materialization of ``asset`` for this partition."""
-    records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[context.partition_key]), limit=1
-    ).records
-    if not records or records[0].asset_materialization is None:
-        return {}
-    return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
 
 
 @dg.asset(

@@ -22,6 +22,7 @@ from kb_resources.store.schema import (
     staged_entry,
 )
 from kb_resources.store.snapshot_reads import whole_snapshot_plan
+from kb_resources.store.staged_delta import UNGROUNDED_SINCE, new_since, proven_base
 
 FEW_STAGED = 10_000
 """Up to this many staged entries a whole-staged-set check is planned by PostgreSQL itself (index
@@ -100,13 +101,16 @@ def staged_total(conn: sa.Connection, sha: str, extractor_ids: Collection[str]) 
     return int(conn.scalar(query) or 0)
 
 
-def staged_sample(conn: sa.Connection, sha: str, extractor_id: str, size: int) -> list[str]:
+def staged_sample(
+    conn: sa.Connection, sha: str, extractor_id: str, size: int, *, since: str | None = None
+) -> list[str]:
     """``size`` of the ids an extractor staged for ``sha`` (all when ``size`` < 0), chosen as
     ``kb_gates.history.stable_sample`` chooses them (by sha256 of ``"<sha>:<id>"``) but inside
-    the server, so a gate that samples 2,000 of 76,000 ids does not fetch the other 74,000."""
-    s = staged_entry.c
-    key = sa.func.sha256(sa.func.convert_to(sa.literal(sha + ":") + s.artifact_id, "UTF8"))
-    query = sa.select(s.artifact_id).where(s.sha == sha, s.extractor_id == extractor_id).order_by(key)
+    the server, so a gate that samples 2,000 of 76,000 ids does not fetch the other 74,000.
+    With ``since`` (a proven base, see ``staged_delta``), only ids the base's snapshot lacks."""
+    chosen = _staged_or_new(sha, extractor_id, since)
+    key = sa.func.sha256(sa.func.convert_to(sa.literal(sha + ":") + chosen.c.artifact_id, "UTF8"))
+    query = sa.select(chosen.c.artifact_id).order_by(key)
     if size >= 0:
         query = query.limit(size)
     return list(conn.scalars(query))
@@ -123,33 +127,63 @@ def staged_payloads(conn: sa.Connection, sha: str, extractor_id: str) -> list[di
     return list(conn.scalars(query))
 
 
-def staged_grounding_counts(conn: sa.Connection, sha: str, extractor_id: str) -> list[tuple[str, str, int]]:
-    """(artifact_id, logical_key, grounding rows) of each staged artifact, for the frame checks.
+def staged_grounding_counts(
+    conn: sa.Connection, sha: str, extractor_id: str, *, since: str | None = None
+) -> list[tuple[str, str, int]]:
+    """(artifact_id, logical_key, grounding rows) of each staged artifact, for the frame checks;
+    with ``since`` (a proven base), of those the base's snapshot lacks: an artifact's row and its
+    grounding rows never change once written, so the base's check already covered the others.
 
     The rows are counted per artifact on the primary key of ``artifact_derived_from`` (a correlated
     count, which no join setting turns into a scan): joining and grouping the ~320k grounding rows
     of a large set instead sorted them on disk (1.1-1.3 s against 0.6 s on Django's call edges).
     """
-    s, a, d = staged_entry.c, artifact.c, artifact_derived_from.c
-    rows = sa.select(sa.func.count()).where(d.artifact_id == s.artifact_id).scalar_subquery()
+    a, d = artifact.c, artifact_derived_from.c
+    ids = _staged_or_new(sha, extractor_id, since)
+    rows = sa.select(sa.func.count()).where(d.artifact_id == ids.c.artifact_id).scalar_subquery()
     query = (
         sa.select(a.artifact_id, a.logical_key, rows)
-        .select_from(staged_entry)
-        .join(artifact, a.artifact_id == s.artifact_id)
-        .where(s.sha == sha, s.extractor_id == extractor_id)
+        .select_from(ids)
+        .join(artifact, a.artifact_id == ids.c.artifact_id)
         .order_by(a.artifact_id)
     )
-    with _staged_set_plan(conn, sha, extractor_id):
+    if since is not None:  # few rows: the planner's own index probes
         found = conn.execute(query).all()
+    else:
+        with _staged_set_plan(conn, sha, extractor_id):
+            found = conn.execute(query).all()
     return [(aid, key, int(count)) for aid, key, count in found]
 
 
-def ungrounded_staged(conn: sa.Connection, sha: str, extractor_id: str, parser_version: str) -> list[str]:
+def ungrounded_staged(
+    conn: sa.Connection, sha: str, extractor_id: str, parser_version: str, *, since: str | None = None
+) -> list[str]:
     """Staged artifacts of ``sha`` with no grounding row that names an occurrence at ``sha``
-    (located with the pipeline's ``parser_version``: the snapshot is not published yet)."""
+    (located with the pipeline's ``parser_version``: the snapshot is not published yet). With
+    ``since`` (a proven base), only the unproven subset is read (``staged_delta``)."""
     params = {"sha": sha, "extractor_id": extractor_id, "parser_version": parser_version}
+    if since is not None:
+        return list(conn.scalars(UNGROUNDED_SINCE, {**params, "base": since}))
     with _staged_set_plan(conn, sha, extractor_id) as many:
         return list(conn.scalars(UNGROUNDED_MANY if many else UNGROUNDED_FEW, params))
+
+
+def _staged_or_new(sha: str, extractor_id: str, since: str | None) -> sa.Subquery:
+    """The extractor's staged ids at ``sha``, or only those new since the proven base ``since``."""
+    s = staged_entry.c
+    staged = sa.select(s.artifact_id).where(s.sha == sha, s.extractor_id == extractor_id)
+    return (staged if since is None else new_since(sha, extractor_id, since)).subquery()
+
+
+def delta_base(
+    conn: sa.Connection, sha: str, extractor_id: str, base: str | None, parser_version: str
+) -> str | None:
+    """The base to check a large staged set against (``since``), or None to read the whole set:
+    a set of up to ``FEW_STAGED`` entries is checked whole, which is cheaper than reading the
+    base's snapshot and stronger."""
+    if base is None or staged_count(conn, sha, extractor_id) <= FEW_STAGED:
+        return None
+    return proven_base(conn, sha, base, parser_version)
 
 
 def snapshot_artifact_ids(conn: sa.Connection, sha: str) -> list[str]:

@@ -19,6 +19,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from kb_assets.core.models import Gap, Span, SpanKind
 from kb_resources.store.commit_reads import (
     commit_stats,
+    delta_base,
     occurrence_count,
     occurrence_digest,
     snapshot_artifact_ids,
@@ -84,6 +85,7 @@ __all__ = [
     "branches",
     "commit_files",
     "commit_stats",
+    "delta_base",
     "embedding_coverage",
     "embedding_model",
     "file_at",

@@ -1,0 +1,77 @@
+"""A commit's staged set read against a published base: only what the base did not already prove.
+
+A one-file commit of a large repository stages ~88k artifacts, nearly all of them already in the
+snapshot of the commit it was indexed against. What the blocking checks prove about an artifact
+is either about its stored rows, which never change once written (a 64-hex id, a logical key, at
+least one grounding row), or about its grounding at the commit: some grounding row names a span
+occurrence there. The base's snapshot was published, so each of its artifacts passed those checks
+at the base. A base artifact that is staged again therefore needs no new proof, unless one of the
+grounding rows that located it at the base is on a path whose blob changed (or that is gone): a
+row on an unchanged path names the same occurrence at both commits. The rest is *unproven*:
+artifacts new to the base, and base artifacts touched by the change. The checks read that subset.
+
+Exposed through ``kb_resources.store.reads``; ``commit_reads`` plans whole-set reads by size.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from kb_resources.store.schema import commit_ref, snapshot_entry, staged_entry
+
+TOUCHED = """
+    changed AS MATERIALIZED (
+      SELECT o.path, o.blob_id FROM commit_file o
+       WHERE o.sha = :base
+         AND NOT EXISTS (SELECT 1 FROM commit_file n
+                          WHERE n.sha = :sha AND n.path = o.path AND n.blob_id = o.blob_id)),
+    touched AS MATERIALIZED (
+      SELECT DISTINCT d.artifact_id FROM changed c
+        JOIN blob_span b ON b.blob_id = c.blob_id AND b.parser_version = :parser_version
+        JOIN artifact_derived_from d ON d.span_id = b.span_id AND d.path = c.path)
+"""
+"""Paths of the base whose blob differs at the commit (or that are gone), and every artifact with a
+grounding row that named an occurrence on one of them at the base: probed through the grounding
+rows' ``span_id`` index, so the cost follows the changed files' spans, not the snapshot."""
+
+UNGROUNDED_SINCE = sa.text(
+    f"""
+    WITH {TOUCHED},
+    unproven AS MATERIALIZED (
+      (SELECT artifact_id FROM staged_entry WHERE sha = :sha AND extractor_id = :extractor_id
+       EXCEPT
+       SELECT artifact_id FROM snapshot_entry WHERE sha = :base)
+      UNION
+      (SELECT artifact_id FROM staged_entry WHERE sha = :sha AND extractor_id = :extractor_id
+       INTERSECT
+       SELECT artifact_id FROM touched))
+    SELECT u.artifact_id FROM unproven u
+     WHERE NOT EXISTS (SELECT 1 FROM artifact_derived_from d
+                         JOIN commit_file f ON f.sha = :sha AND f.path = d.path
+                         JOIN blob_span b ON b.blob_id = f.blob_id AND b.parser_version = :parser_version
+                                         AND b.span_id = d.span_id
+                        WHERE d.artifact_id = u.artifact_id)
+    ORDER BY 1
+    """
+)
+"""``UNGROUNDED_FEW`` over the unproven subset. The set operations hash or sort both sides, never
+probe per row; the final probes are per unproven artifact, which is few after a small change."""
+
+
+def proven_base(conn: sa.Connection, sha: str, base: str | None, parser_version: str) -> str | None:
+    """``base`` if its snapshot can stand as proof for ``sha``: another commit, published, and
+    located with the same parser version (whose blob spans the unproven-set queries read)."""
+    if not base or base == sha:
+        return None
+    c = commit_ref.c
+    query = sa.select(c.sha).where(
+        c.sha == base, c.published_at.is_not(None), c.parser_version == parser_version
+    )
+    return base if conn.scalar(query) is not None else None
+
+
+def new_since(sha: str, extractor_id: str, base: str) -> sa.CompoundSelect[tuple[str]]:
+    """The extractor's staged ids at ``sha`` that the snapshot of ``base`` does not hold."""
+    s, e = staged_entry.c, snapshot_entry.c
+    staged = sa.select(s.artifact_id).where(s.sha == sha, s.extractor_id == extractor_id)
+    return staged.except_(sa.select(e.artifact_id).where(e.sha == base))

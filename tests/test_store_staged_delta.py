@@ -1,0 +1,91 @@
+"""Large staged sets are checked against the base they were indexed on: the checks read only what
+the base's published snapshot does not already prove (``kb_resources.store.staged_delta``)."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from kb_assets.core.models import Artifact, Grounding, Span
+from kb_resources.store import commit_reads, reads, writes
+from kb_resources.store.engine import Store
+from kb_resources.store.schema import commit_ref
+from tests.storefixtures import PARSER_VERSION, grounded, publish, seed_commit, sha_of, span
+
+BASE, HEAD = sha_of("base"), sha_of("head")
+ALPHA, BETA, GAMMA, DELTA = span("alpha", 1, 3), span("beta", 5, 9), span("gamma", 2, 4), span("delta", 6, 8)
+
+KEPT = grounded("call:kept", [Grounding(ALPHA.span_id, "m.py", "caller")])
+"""Grounded on a file that keeps its blob: proven by the base."""
+MOVED = grounded("call:moved", [Grounding(GAMMA.span_id, "p.py", "caller")])
+"""Grounded only on the changed file, whose new blob lacks its span: ungrounded at HEAD."""
+MIXED = grounded(
+    "call:mixed", [Grounding(GAMMA.span_id, "p.py", "callee"), Grounding(BETA.span_id, "n.py", "caller")]
+)
+"""Touched by the change (re-checked) but still grounded through the unchanged file."""
+TRUSTED = grounded("call:trusted", [Grounding(BETA.span_id, "m.py", "caller")])
+"""Never grounded (BETA does not occur in m.py), yet published as the base's: the base stands as proof."""
+NEW_BAD = grounded("call:new-bad", [Grounding(ALPHA.span_id, "other.py", "caller")])
+NEW_GOOD = grounded("call:new-good", [Grounding(ALPHA.span_id, "m.py", "callee")])
+
+BASE_FILES = {"m.py": [ALPHA], "n.py": [BETA], "p.py": [GAMMA]}
+KEEP = {"m.py": "m1", "n.py": "n1"}
+
+
+def _index(conn: sa.Connection, head_files: dict[str, list[Span]]) -> None:
+    """Publish the base, then stage HEAD (m.py and n.py unchanged) without publishing it."""
+    seed_commit(conn, BASE, BASE_FILES, blobs={**KEEP, "p.py": "p1"})
+    publish(conn, BASE, [KEPT, MOVED, MIXED, TRUSTED])
+    seed_commit(conn, HEAD, head_files, blobs={**KEEP, "p.py": "p2"})
+    staged: list[Artifact] = [KEPT, MOVED, MIXED, TRUSTED, NEW_BAD, NEW_GOOD]
+    writes.insert_artifacts(conn, staged)
+    writes.replace_staged(conn, HEAD, "test", [a.artifact_id for a in staged])
+
+
+@pytest.mark.parametrize(
+    "head_files",
+    [{"m.py": [ALPHA], "n.py": [BETA], "p.py": [DELTA]}, {"m.py": [ALPHA], "n.py": [BETA]}],
+    ids=["changed", "removed"],
+)
+def test_ungrounded_since_a_base_reads_new_and_touched_artifacts(
+    store: Store, head_files: dict[str, list[Span]]
+) -> None:
+    """New artifacts and base artifacts grounded on a changed or removed file are checked; a base
+    artifact whose grounding files all kept their blob is not (its base's check proved it)."""
+    with store.engine.begin() as conn:
+        _index(conn, head_files)
+        since = reads.ungrounded_staged(conn, HEAD, "test", PARSER_VERSION, since=BASE)
+        whole = reads.ungrounded_staged(conn, HEAD, "test", PARSER_VERSION)
+    assert since == sorted([MOVED.artifact_id, NEW_BAD.artifact_id])
+    assert whole == sorted([MOVED.artifact_id, NEW_BAD.artifact_id, TRUSTED.artifact_id])
+
+
+def test_frame_counts_and_sample_since_a_base_cover_the_new_artifacts(store: Store) -> None:
+    """An artifact's row and grounding rows never change, so the frame check and the stored-id
+    sample read only the artifacts the base's snapshot lacks."""
+    new = sorted([NEW_BAD, NEW_GOOD], key=lambda a: a.artifact_id)
+    with store.engine.begin() as conn:
+        _index(conn, {"m.py": [ALPHA], "n.py": [BETA], "p.py": [DELTA]})
+        counts = reads.staged_grounding_counts(conn, HEAD, "test", since=BASE)
+        sample = reads.staged_sample(conn, HEAD, "test", -1, since=BASE)
+        whole = reads.staged_sample(conn, HEAD, "test", -1)
+    assert counts == [(a.artifact_id, a.logical_key, 1) for a in new]
+    assert sorted(sample) == [a.artifact_id for a in new]
+    assert len(whole) == 6
+
+
+def test_delta_base_only_for_a_large_set_and_a_proven_base(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base is used only when it is another, published commit located with the same parser
+    version, and only for a staged set above ``FEW_STAGED`` (a small one is checked whole)."""
+    with store.engine.begin() as conn:
+        _index(conn, {"m.py": [ALPHA], "n.py": [BETA], "p.py": [DELTA]})
+        assert reads.delta_base(conn, HEAD, "test", BASE, PARSER_VERSION) is None  # 6 entries: few
+        monkeypatch.setattr(commit_reads, "FEW_STAGED", 5)
+        assert reads.delta_base(conn, HEAD, "test", BASE, PARSER_VERSION) == BASE
+        assert reads.delta_base(conn, HEAD, "test", None, PARSER_VERSION) is None
+        assert reads.delta_base(conn, HEAD, "test", HEAD, PARSER_VERSION) is None  # not published
+        assert reads.delta_base(conn, HEAD, "test", BASE, "other-parser") is None
+        conn.execute(sa.update(commit_ref).where(commit_ref.c.sha == BASE).values(published_at=None))
+        assert reads.delta_base(conn, HEAD, "test", BASE, PARSER_VERSION) is None
