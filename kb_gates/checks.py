@@ -88,9 +88,12 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
 
 @dg.asset_check(asset="code_spans", name="span_frame_valid", blocking=True, partitions_def=commits)
 def span_frame_valid(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
-    """The commit's span occurrences conform to the declared span frame (64-hex ids, ordered lines >= 1)."""
-    errors = validation_errors(SPAN_FRAME, gates.span_frame(kb.engine(), context.partition_key))
-    return _result(not errors, errors)
+    """The commit's span occurrences conform to the declared span frame (64-hex ids, ordered lines >= 1);
+    those on files whose blob the published base it was indexed against already had are the base's."""
+    base = gates.proven_base(kb.engine(), context.partition_key, indexed_base(context))
+    rows = gates.span_frame(kb.engine(), context.partition_key, since=base)
+    errors = validation_errors(SPAN_FRAME, rows)
+    return _result(not errors, errors, checked=rows.height, since=base or "none")
 
 
 @dg.asset_check(asset="knowledge_snapshot", name="zero_orphans", partitions_def=commits)

@@ -37,6 +37,12 @@ def delta_since(engine: Engine, sha: str, extractor_id: str, base: str | None) -
         return reads.delta_base(conn, sha, extractor_id, base, parser_version())
 
 
+def proven_base(engine: Engine, sha: str, base: str | None) -> str | None:
+    """``base`` if its published snapshot can stand as proof for ``sha`` (``reads.proven_base``)."""
+    with engine.connect() as conn:
+        return reads.proven_base(conn, sha, base, parser_version())
+
+
 def ungrounded(engine: Engine, sha: str, extractor_id: str, *, since: str | None = None) -> list[str]:
     """Staged artifacts of the commit with no grounding row that points at a real occurrence (of
     those ``since`` does not prove, when given)."""
@@ -123,10 +129,11 @@ def stored_ids_diff(
     return compare(chosen, again)
 
 
-def span_frame(engine: Engine, sha: str) -> pl.DataFrame:
-    """The commit's span occurrences as a frame (validated against ``SPAN_FRAME``)."""
+def span_frame(engine: Engine, sha: str, *, since: str | None = None) -> pl.DataFrame:
+    """The commit's span occurrences as a frame (validated against ``SPAN_FRAME``); given ``since``
+    (a proven base), those on files whose blob differs there."""
     with engine.connect() as conn:
-        rows = reads.span_occurrences(conn, sha, parser_version())
+        rows = reads.span_occurrences(conn, sha, parser_version(), since=since)
     return pl.DataFrame(
         {
             "span_id": [r.span_id for r in rows],

@@ -22,7 +22,12 @@ from tests.kbfixtures import KbEnv
 from tests.storefixtures import grounded
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-EXTRACTOR_CHECKS = ("every_artifact_grounded", "ids_reproducible", "artifact_frame_valid")
+CHECKS_WITH_A_BASE = (
+    "every_artifact_grounded",
+    "ids_reproducible",
+    "artifact_frame_valid",
+    "span_frame_valid",
+)
 
 
 def _since_by_check(store: Store, env: KbEnv, sha: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
@@ -39,7 +44,7 @@ def _since_by_check(store: Store, env: KbEnv, sha: str, monkeypatch: pytest.Monk
         found: dict[str, str] = {}
         for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION):
             evaluation: Any = entry.dagster_event and entry.dagster_event.event_specific_data
-            if evaluation.check_name in EXTRACTOR_CHECKS:
+            if evaluation.check_name in CHECKS_WITH_A_BASE:
                 name = f"{evaluation.asset_key.to_user_string()}.{evaluation.check_name}"
                 found[name] = str(evaluation.metadata["since"].value)
         return found
@@ -51,7 +56,8 @@ def test_checks_read_a_large_staged_set_against_the_indexed_base(
     kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With every non-empty staged set counted as large, a full index checks whole sets, the next
-    commit's checks name its base as what they were read against, and both commits publish."""
+    commit's checks (and its span frame check, whatever the size) name its base as what they were
+    read against, and both commits publish."""
     monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
     repo = tmp_path / "history"
     shas = build_repo(FIXTURES / "history", repo)[:2]
@@ -67,6 +73,7 @@ def test_checks_read_a_large_staged_set_against_the_indexed_base(
     assert second["import_edges.every_artifact_grounded"] == shas[0]
     assert second["import_edges.artifact_frame_valid"] == shas[0]
     assert second["import_edges.ids_reproducible"] == shas[0]
+    assert second["code_spans.span_frame_valid"] == shas[0]
 
 
 def test_a_new_ungrounded_artifact_is_caught_against_the_base(

@@ -89,3 +89,17 @@ def test_delta_base_only_for_a_large_set_and_a_proven_base(
         assert reads.delta_base(conn, HEAD, "test", BASE, "other-parser") is None
         conn.execute(sa.update(commit_ref).where(commit_ref.c.sha == BASE).values(published_at=None))
         assert reads.delta_base(conn, HEAD, "test", BASE, PARSER_VERSION) is None
+
+
+def test_span_occurrences_since_a_base_are_those_of_changed_files(store: Store) -> None:
+    """A blob's spans never change, so the span frame check reads only the occurrences on files
+    whose blob differs from the base's: changed and added files, not unchanged ones."""
+    with store.engine.begin() as conn:
+        seed_commit(conn, BASE, BASE_FILES, blobs={**KEEP, "p.py": "p1"})
+        publish(conn, BASE, [KEPT])
+        head = {**BASE_FILES, "p.py": [DELTA], "q.py": [GAMMA]}
+        seed_commit(conn, HEAD, head, blobs={**KEEP, "p.py": "p2"})
+        since = reads.span_occurrences(conn, HEAD, PARSER_VERSION, since=BASE)
+        whole = reads.span_occurrences(conn, HEAD, PARSER_VERSION)
+    assert [(o.path, o.span_id) for o in since] == [("p.py", DELTA.span_id), ("q.py", GAMMA.span_id)]
+    assert [o.path for o in whole] == ["m.py", "n.py", "p.py", "q.py"]

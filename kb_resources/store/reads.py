@@ -68,6 +68,7 @@ from kb_resources.store.snapshot_reads import (
     snapshot_records,
     whole_snapshot_plan,
 )
+from kb_resources.store.staged_delta import proven_base, unchanged_paths
 
 __all__ = [
     "ArtifactRecord",
@@ -101,6 +102,7 @@ __all__ = [
     "parsed_blob_ids",
     "present_in",
     "prior_payloads",
+    "proven_base",
     "published_commits",
     "records_by_id",
     "snapshot_artifact_ids",
@@ -261,10 +263,12 @@ def published_commits(conn: sa.Connection) -> dict[str, datetime]:
 
 
 def span_occurrences(
-    conn: sa.Connection, sha: str, parser_version: str | None = None
+    conn: sa.Connection, sha: str, parser_version: str | None = None, *, since: str | None = None
 ) -> list[SpanOccurrence]:
     """The span occurrences of commit ``sha``, sorted by path, start line and ordinal (published
-    commits by default; the pipeline passes its ``parser_version`` before publishing)."""
+    commits by default; the pipeline passes its ``parser_version`` before publishing). With
+    ``since`` (a proven base, see ``staged_delta``), only those on paths whose blob differs there:
+    a blob's spans never change, so the others are the base's own occurrences."""
     o = occurrences(parser_version).c
     query = (
         sa.select(o.span_id, code_span.c.kind, code_span.c.fq_symbol_path, o.path, o.start_line, o.end_line)
@@ -272,6 +276,8 @@ def span_occurrences(
         .where(o.sha == sha)
         .order_by(o.path.collate("C"), o.start_line, o.ordinal)
     )
+    if since is not None:
+        query = query.where(o.path.not_in(unchanged_paths(sha, since)))
     with whole_snapshot_plan(conn):
         return [SpanOccurrence(*row) for row in conn.execute(query).all()]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from kb_resources.store.schema import commit_ref, snapshot_entry, staged_entry
+from kb_resources.store.schema import commit_file, commit_ref, snapshot_entry, staged_entry
 
 TOUCHED = """
     changed AS MATERIALIZED (
@@ -75,3 +75,10 @@ def new_since(sha: str, extractor_id: str, base: str) -> sa.CompoundSelect[tuple
     s, e = staged_entry.c, snapshot_entry.c
     staged = sa.select(s.artifact_id).where(s.sha == sha, s.extractor_id == extractor_id)
     return staged.except_(sa.select(e.artifact_id).where(e.sha == base))
+
+
+def unchanged_paths(sha: str, base: str) -> sa.Select[tuple[str]]:
+    """Paths with the same blob at ``sha`` and at ``base``: their span occurrences are the same."""
+    now, then = commit_file.alias("now"), commit_file.alias("then")
+    same = sa.and_(then.c.sha == base, then.c.path == now.c.path, then.c.blob_id == now.c.blob_id)
+    return sa.select(now.c.path).join(then, same).where(now.c.sha == sha)
