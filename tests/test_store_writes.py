@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import sqlalchemy as sa
 
 from kb_assets.core.models import Gap, Grounding, ParsedBlob
-from kb_resources.store import commit_reads, reads, writes
+from kb_resources.store import bulk, commit_reads, reads, writes
 from kb_resources.store.bulk import stored_keys
 from kb_resources.store.engine import Store
 from kb_resources.store.schema import metadata
@@ -227,3 +228,24 @@ def test_parse_cache_round_trips_spans_in_blob_order(store: Store) -> None:
     assert set(cached) == {b.blob_id for b in blobs}
     for b in blobs:
         assert cached[b.blob_id] == (b.spans, encode_facts(b.facts), (), b.line_count)
+
+
+def test_analyze_if_large_refreshes_statistics_after_a_load_large_for_the_table(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk load is analyzed when the table was never analyzed or the load is a tenth or more
+    of what it held at its last analysis; a small share of a large table is left to autovacuum."""
+    monkeypatch.setattr(bulk, "ANALYZE_AFTER_ROWS", 100)
+
+    def load_and_count(conn: sa.Connection, rows: int) -> float:
+        conn.exec_driver_sql(f"INSERT INTO scratch SELECT generate_series(1, {rows})")
+        bulk.analyze_if_large(conn, "scratch", rows)
+        held = conn.exec_driver_sql("SELECT reltuples FROM pg_class WHERE relname = 'scratch'").scalar_one()
+        return float(held)
+
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TEMP TABLE scratch (x int)")  # autovacuum never touches it
+        assert load_and_count(conn, 50) == -1  # below ANALYZE_AFTER_ROWS: never analyzed
+        assert load_and_count(conn, 2000) == 2050  # never analyzed before
+        assert load_and_count(conn, 300) == 2350  # 300 >= 2050 / 10
+        assert load_and_count(conn, 200) == 2350  # 200 < 2350 / 10: left as it was
