@@ -28,6 +28,19 @@ open_store(Settings(kb_home=kb_home, dagster_home=kb_home / "dagster", db_url=sy
 """
 
 
+OPEN_AT_HEAD_IN_SUBPROCESS = """
+import sys
+from pathlib import Path
+from kb_resources.settings import Settings
+from kb_resources.store.engine import open_store
+kb_home = Path(sys.argv[2])
+for read_only in (False, True):
+    settings = Settings(kb_home=kb_home, dagster_home=kb_home / "dagster", db_url=sys.argv[1])
+    open_store(settings, "test", read_only=read_only).close()
+print(sorted(m for m in sys.modules if m.split(".")[0] == "alembic"))
+"""
+
+
 def _tables(store: Store) -> set[str]:
     return set(sa.inspect(store.engine).get_table_names())
 
@@ -41,6 +54,28 @@ def test_fresh_database_migrates_to_head(store: Store) -> None:
         triggers = set(conn.scalars(sa.text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")))
     assert set(metadata.tables) <= _tables(store)
     assert {"artifact_grounded_check", "artifact_grounded_check_on_grounding"} <= triggers
+
+
+def test_head_revision_is_the_migrations_head(store: Store) -> None:
+    """``HEAD_REVISION``, which spares a store at head the import of Alembic, is the head Alembic
+    reads from the migrations folder, and a known revision."""
+    assert revision.scripts_head() == revision.HEAD_REVISION
+    assert revision.HEAD_REVISION in revision.known_revisions()
+
+
+def test_opening_a_store_at_head_does_not_import_alembic(
+    store: Store, blank_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A process that opens a store already at head, for writing or read-only (the MCP server),
+    never imports Alembic: the revision is one ``SELECT``."""
+    kb_home = tmp_path_factory.mktemp("kb")
+    run = subprocess.run(
+        [sys.executable, "-c", OPEN_AT_HEAD_IN_SUBPROCESS, blank_database, str(kb_home)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.strip() == "[]", run.stderr
 
 
 def test_migration_matches_schema_metadata(store: Store) -> None:
