@@ -221,6 +221,30 @@ def test_the_migration_goes_back_to_foreign_keys_and_forth(seeded: Store) -> Non
     _violation(caught, "fk_snapshot_entry_artifact_id_artifact")
 
 
+def test_the_checks_go_back_to_per_row_probes_and_forth(seeded: Store) -> None:
+    """Migration 0004 only changes how the checks probe (each distinct key once instead of each
+    row): downgraded to 0003 and upgraded again, a missing parent is refused by name either way,
+    and the grounded check on ``artifact`` watches every update again, then key changes only."""
+    for target, grounded_on in (
+        ("0003", "INSERT OR UPDATE ON"),
+        ("head", "INSERT OR UPDATE OF artifact_id ON"),
+    ):
+        with seeded.engine.begin() as conn:
+            (command.downgrade if target != "head" else command.upgrade)(
+                revision.alembic_config(conn), target
+            )
+            definition = conn.scalar(
+                sa.text(
+                    "SELECT pg_get_triggerdef(oid) FROM pg_trigger"
+                    " WHERE tgname = 'artifact_grounded_check' AND tgrelid = 'artifact'::regclass"
+                )
+            )
+        assert f"AFTER {grounded_on} public.artifact" in str(definition)
+        with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
+            conn.execute(sa.insert(snapshot_entry).values(sha=SHA, artifact_id="a" * 64))
+        _violation(caught, "fk_snapshot_entry_artifact_id_artifact")
+
+
 def test_a_writer_after_a_pending_delete_sees_the_parent_gone(seeded: Store) -> None:
     """The other order: a delete not yet committed keeps new child rows out until it ends; the
     writer then finds the parent gone and is refused, so again no orphan."""
