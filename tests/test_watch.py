@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
+from kb_resources.git.repo import GitRepo
+from kb_resources.settings import load_settings
+from kb_resources.store.engine import open_store
+from tests.faultfixtures import count, finish, spawn_kb, wait_until
 from tests.gitfixtures import commit_tree, init_repo, run_git
 from tests.kbfixtures import KbEnv
 
@@ -58,3 +63,27 @@ def test_watch_rejects_an_unknown_branch(kb_env: KbEnv, tmp_path: Path) -> None:
     res = kb_env.kb("watch", repo, "--once", "--branch", "nope")
     assert res.code == 2
     assert "nope" in res.stderr
+
+
+def test_a_running_watch_indexes_a_commit_made_while_it_waits(kb_env: KbEnv, tmp_path: Path) -> None:
+    """A long-running `kb watch` that found its branch up to date picks up the next commit (the tips
+    moved, so a round runs) and publishes it, then keeps running until stopped."""
+    repo = init_repo(tmp_path / "r")
+    _commit(repo, 1)
+    assert kb_env.kb("index", repo).code == 0
+    engine = open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()).engine
+    watch = spawn_kb(kb_env, "watch", repo, "--interval", "0.1")
+    try:
+        wait_until(lambda: count(engine, "SELECT count(*) FROM branch_ref") == 1, "the first round", watch)
+        second = _commit(repo, 2)
+        published = "SELECT count(*) FROM commit_ref WHERE sha = :sha AND published_at IS NOT NULL"
+        cursor = "SELECT count(*) FROM branch_ref WHERE name = 'main' AND sha = :sha"
+        wait_until(lambda: count(engine, cursor, sha=second) == 1, "the cursor past the new commit", watch)
+        assert count(engine, published, sha=second) == 1
+        assert watch.poll() is None
+    finally:
+        watch.send_signal(signal.SIGINT)
+        code, _, err = finish(watch)
+        engine.dispose()
+    assert code == 0, err
+    assert "kb: watch stopped" in err

@@ -159,6 +159,12 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
             raise CheckFailedError(failed_checks(instance, run_id) or [str(err)]) from err
         lost = lost_store(err, session.store.url, session.store.engine.url.password)
         raise (lost or unwrap(err)) from err
+    except BaseException as err:
+        # Ctrl-C inside a step reaches us as Dagster's own BaseException, not KeyboardInterrupt:
+        # turned back into one, it ends the command with its usual one line, not a traceback.
+        if type(err).__name__ == "DagsterExecutionInterruptedError":
+            raise KeyboardInterrupt from None
+        raise
     finally:
         progress.close()
         set_reporter(None)

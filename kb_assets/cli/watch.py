@@ -1,8 +1,10 @@
 """``kb watch``: follow local branches and index each new first-parent commit incrementally.
 
 The same decisions as the Dagster ``branch_sensor`` (``kb_assets.indexing.follow``), run from the
-CLI: for cron/CI (``--once``) or as a long-running loop. A branch's cursor (``branch_ref``) only
-advances past commits that were actually published, so a failed commit is retried next round.
+CLI: for cron/CI (``--once``) or as a long-running loop that reads the branch tips every
+``--interval`` and the store only when one moved (``watch_gate``). A branch's cursor
+(``branch_ref``) only advances past commits that were actually published, so a failed commit is
+retried (after ``watch_gate.RETRY_S`` if nothing moved meanwhile).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from kb_assets.cli.session import Session, open_session
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
 from kb_assets.indexing.follow import BranchPlan, plan_branches, watched_branches
+from kb_assets.indexing.watch_gate import WatchGate
+from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads, writes
 
 
@@ -25,7 +29,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--branch", action="append", default=[], metavar="B", help="branch to follow (repeatable; * = all)"
     )
-    p.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between checks")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds between looks at the branch tips (the store is read only when one moved)",
+    )
     p.add_argument("--once", action="store_true", help="index what is new once, then exit")
     p.add_argument(
         "--max-catchup",
@@ -48,9 +58,14 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"{session.repo.root} has no branch to watch yet; commit something first")
     max_catchup = args.max_catchup if args.max_catchup is not None else session.settings.max_catchup
     failed = False
+    gate = WatchGate()
     try:
         while True:
-            failed = _round(session, branches, max_catchup) or failed
+            tips = _tips(session.repo, branches)
+            if gate.due(tips, time.monotonic()):
+                failed_now = _round(session, branches, max_catchup)
+                gate.ran(tips, failed=failed_now, now=time.monotonic())
+                failed = failed or failed_now
             if args.once:
                 break
             time.sleep(args.interval)
@@ -58,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
         print("kb: watch stopped", file=sys.stderr)
         return 0
     return 1 if failed else 0
+
+
+def _tips(repo: GitRepo, branches: list[str]) -> dict[str, str | None]:
+    """The watched branches' tips (None for a branch that is gone), read from the refs alone."""
+    found = repo.branches()
+    return {name: found.get(name) for name in branches}
 
 
 def _round(session: Session, branches: list[str], max_catchup: int) -> bool:

@@ -19,8 +19,9 @@ import sqlalchemy as sa
 
 from kb_resources.store.schema import commit_file, commit_ref, snapshot_entry, staged_entry
 
-TOUCHED = """
-    changed AS MATERIALIZED (
+UNGROUNDED_SINCE = sa.text(
+    """
+    WITH changed AS MATERIALIZED (
       SELECT o.path, o.blob_id FROM commit_file o
        WHERE o.sha = :base
          AND NOT EXISTS (SELECT 1 FROM commit_file n
@@ -28,15 +29,7 @@ TOUCHED = """
     touched AS MATERIALIZED (
       SELECT DISTINCT d.artifact_id FROM changed c
         JOIN blob_span b ON b.blob_id = c.blob_id AND b.parser_version = :parser_version
-        JOIN artifact_derived_from d ON d.span_id = b.span_id AND d.path = c.path)
-"""
-"""Paths of the base whose blob differs at the commit (or that are gone), and every artifact with a
-grounding row that named an occurrence on one of them at the base: probed through the grounding
-rows' ``span_id`` index, so the cost follows the changed files' spans, not the snapshot."""
-
-UNGROUNDED_SINCE = sa.text(
-    f"""
-    WITH {TOUCHED},
+        JOIN artifact_derived_from d ON d.span_id = b.span_id AND d.path = c.path),
     unproven AS MATERIALIZED (
       (SELECT artifact_id FROM staged_entry WHERE sha = :sha AND extractor_id = :extractor_id
        EXCEPT
@@ -54,8 +47,11 @@ UNGROUNDED_SINCE = sa.text(
     ORDER BY 1
     """
 )
-"""``UNGROUNDED_FEW`` over the unproven subset. The set operations hash or sort both sides, never
-probe per row; the final probes are per unproven artifact, which is few after a small change."""
+"""``UNGROUNDED_FEW`` over the unproven subset. ``changed``: the base's paths whose blob differs at
+the commit (or that are gone); ``touched``: every artifact with a grounding row that named an
+occurrence on one of them at the base, probed through the grounding rows' ``span_id`` index, so
+the cost follows the changed files' spans, not the snapshot. The set operations hash or sort both
+sides, never probe per row; the final probes are per unproven artifact, few after a small change."""
 
 
 def proven_base(conn: sa.Connection, sha: str, base: str | None, parser_version: str) -> str | None:
