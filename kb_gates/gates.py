@@ -6,6 +6,8 @@ test suite proves are the same computation.
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 from sqlalchemy import Engine
 
@@ -56,10 +58,12 @@ def reproducibility_diff(
     """Recompute the extractor over the commit and compare ids with what was staged.
 
     The program comes from the per-process cache when the same run just loaded it (loading is a
-    pure, sorted read); what this proves is that resolution and identity are deterministic.
+    pure, sorted read); what this proves is that resolution and identity are deterministic. So the
+    extractor resolves a copy of it: the symbol table, the call graph and the upstream extractions
+    are remembered per program object, and resolving the same object again would only reuse them.
     """
     program = load_program(repo, engine, sha, limits=limits, workers=workers)
-    again = run_extractor(extractor, program)
+    again = run_extractor(extractor, dataclasses.replace(program))
     with engine.connect() as conn:
         staged = reads.staged_artifact_ids(conn, sha, extractor.extractor_id)
     return compare(staged, (a.artifact_id for a in again.artifacts))

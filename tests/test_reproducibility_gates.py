@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from kb_assets.core.callgraph import graph as callgraph
 from kb_assets.core.extractors.imports import EXTRACTOR_ID as IMPORTS_ID
+from kb_assets.core.extractors.registry import extractor
+from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
 from kb_gates import gates
 from kb_gates.history import stable_sample
@@ -129,3 +132,28 @@ def test_large_commit_is_blocked_when_a_stored_record_no_longer_matches(
     assert again.code != 0
     assert "import_edges.ids_reproducible" in again.stderr
     assert victim[:12] in again.stderr or victim in again.stderr
+
+
+def test_the_recomputation_resolves_again(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The full recomputation resolves the commit again instead of reusing what this process
+    remembers for the program it loaded (the call graph, the symbol table): with the index run's
+    program and graph still in memory, the check of the call edges builds a new call graph."""
+    repo = tmp_path / "calls"
+    sha = build_repo(FIXTURES / "calls_oracle", repo)[-1]
+    assert kb_env.kb("index", repo).code == 0  # in this process: its program and graph are remembered
+    built: list[object] = []
+    real_build = callgraph.build
+
+    def counting_build(program: Program) -> callgraph.CallGraph:
+        built.append(program)
+        return real_build(program)
+
+    monkeypatch.setattr(callgraph, "build", counting_build)
+    diff = gates.reproducibility_diff(
+        GitRepo.open(repo), _engine_of(kb_env, repo), sha, extractor("calls"), limits=ParseLimits(), workers=0
+    )
+    assert diff.equal, diff.evidence()
+    assert diff.matched > 0
+    assert len(built) == 1
