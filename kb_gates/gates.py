@@ -18,6 +18,7 @@ from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
 from kb_assets.core.ids import artifact_id
 from kb_assets.core.models import JSON, Grounding
 from kb_assets.core.modules import ModuleMap, map_modules
+from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.extract import run_extractor
 from kb_assets.indexing.load import load_program
@@ -63,10 +64,22 @@ def reproducibility_diff(
     are remembered per program object, and resolving the same object again would only reuse them.
     """
     program = load_program(repo, engine, sha, limits=limits, workers=workers)
-    again = run_extractor(extractor, dataclasses.replace(program))
+    again = run_extractor(extractor, _recomputed(program))
     with engine.connect() as conn:
         staged = reads.staged_artifact_ids(conn, sha, extractor.extractor_id)
     return compare(staged, (a.artifact_id for a in again.artifacts))
+
+
+_copy: tuple[Program, Program] | None = None
+
+
+def _recomputed(program: Program) -> Program:
+    """One copy of the program per loaded program: every recomputation of a run (each extractor's
+    check, ``kb verify``'s) resolves the same copy, so what a copy needs is built once."""
+    global _copy  # noqa: PLW0603 - a one-entry memo of the loaded program's copy
+    if _copy is None or _copy[0] is not program:
+        _copy = (program, dataclasses.replace(program))
+    return _copy[1]
 
 
 def ids_reproducibility(

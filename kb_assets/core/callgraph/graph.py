@@ -153,15 +153,21 @@ class CallGraph:
         return self._out.get(caller, [])
 
 
-_last: tuple[Program, CallGraph] | None = None
+_recent: list[tuple[Program, CallGraph]] = []
+"""The graphs of the last programs asked for, all of one commit: the run's own program and the
+copy its reproducibility checks resolve again (``kb_gates.gates.reproducibility_diff``), which
+alternate (the check of ``call_edges`` runs before ``process_paths``, whose check follows it)."""
 
 
 def call_graph(program: Program) -> CallGraph:
     """The program's call graph, built once and shared by the extractors that need it."""
-    global _last  # noqa: PLW0603 - a one-entry memo, like the symbol table's
-    if _last is None or _last[0] is not program:
-        _last = (program, build(program))
-    return _last[1]
+    for known, graph in _recent:
+        if known is program:
+            return graph
+    graph = build(program)
+    kept = [entry for entry in _recent if entry[0].sha == program.sha][-1:]  # another commit's: dropped
+    _recent[:] = [*kept, (program, graph)]
+    return graph
 
 
 def build(program: Program) -> CallGraph:
