@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable, Mapping
 
 from kb_assets.core.extractors.base import Collector, Extractor
-from kb_assets.core.models import JSON, Gap, ParsedBlob
+from kb_assets.core.models import JSON, EncodedBlob, Gap, ParsedBlob
 from kb_assets.core.spans import ParsedSource, ParseLimits, parse_source
 
 FactsFunction = Callable[[ParsedSource], JSON]
@@ -63,6 +63,17 @@ def encode_facts(facts: Mapping[str, JSON]) -> bytes:
     """Compact, deterministic bytes for the facts cache."""
     body = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return zlib.compress(body.encode("utf-8"), 6)
+
+
+def encode_blob(parsed: ParsedBlob) -> EncodedBlob:
+    """``parsed`` with its facts encoded as the cache stores them (``encode_facts``)."""
+    return EncodedBlob(
+        blob_id=parsed.blob_id,
+        spans=parsed.spans,
+        facts=encode_facts(parsed.facts),
+        gaps=parsed.gaps,
+        line_count=parsed.line_count,
+    )
 
 
 def decode_facts(data: bytes) -> dict[str, JSON]:
