@@ -80,3 +80,42 @@ def decode_facts(data: bytes) -> dict[str, JSON]:
     """Inverse of ``encode_facts``."""
     value: dict[str, JSON] = json.loads(zlib.decompress(data).decode("utf-8"))
     return value
+
+
+class FactsDecoder:
+    """``decode_facts`` for the many blobs of one load, with one copy of each repeated string.
+
+    The facts of a commit repeat the same names over and over (Django: 750k strings, 110k
+    distinct, plus every object key); ``json`` makes a new string object for each, so sharing them
+    while decoding keeps a loaded program about 37 MiB smaller on Django for ~0.2 s of CPU. The
+    values are equal to ``decode_facts``'s, keys in the same order: only their identity is shared.
+    """
+
+    def __init__(self) -> None:
+        self._strings: dict[str, str] = {}
+        self._json = json.JSONDecoder(object_pairs_hook=self._object)
+
+    def __call__(self, data: bytes) -> dict[str, JSON]:
+        """The facts ``encode_facts`` turned into ``data``."""
+        value: dict[str, JSON] = self._json.decode(zlib.decompress(data).decode("utf-8"))
+        return value
+
+    def _object(self, pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
+        shared = self._strings.setdefault
+        out: dict[str, JSON] = {}
+        for key, value in pairs:
+            if type(value) is str:
+                out[shared(key, key)] = shared(value, value)
+                continue
+            if type(value) is list:
+                self._list(value)
+            out[shared(key, key)] = value
+        return out
+
+    def _list(self, items: list[JSON]) -> None:
+        shared = self._strings.setdefault
+        for i, item in enumerate(items):
+            if type(item) is str:
+                items[i] = shared(item, item)
+            elif type(item) is list:
+                self._list(item)
