@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 
 from kb_assets.core.blobs import FactsDecoder, analyze_blob, decode_facts, encode_facts
@@ -59,3 +61,19 @@ def test_equal_strings_are_one_object_across_blobs_and_nesting() -> None:
     assert strings.count("name") == 2
     plain = _strings(decode_facts(data), [])
     assert len({id(s) for s in plain if s == "a.b"}) > 1  # what json alone does: one object per use
+
+
+def test_a_dropped_decoder_is_freed_without_the_cyclic_collector() -> None:
+    """No reference cycle keeps a used decoder (and its table of strings) alive until the next
+    collection, which an index run makes rare."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        decode = FactsDecoder()
+        decode(encode_facts({"calls": {"name": ["a.b", "a.b"]}}))
+        ref = weakref.ref(decode)
+        del decode
+        assert ref() is None
+    finally:
+        if enabled:
+            gc.enable()

@@ -74,7 +74,7 @@ def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> St
 
     The artifacts are built and stored ``WRITE_ARTIFACTS`` at a time, each batch in its own
     transaction and then dropped, as are the drafts already built: the whole set never exists at
-    once (Django's 75,908 call edges: about 30 MiB less at the run's peak). An artifact is
+    once (Django's 75,908 call edges: about 20 MiB less at the run's peak). An artifact is
     content-addressed and goes in with its grounding, so a batch stored by a run that then fails
     is only unused content; no writer holds one batch's row locks while waiting for the next
     batch's, so writers of overlapping sets cannot deadlock. The commit's staged entries and gaps
