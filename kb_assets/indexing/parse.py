@@ -72,7 +72,7 @@ def ensure_parsed(
 
 WRITE_BLOBS = 500
 """Parsed blobs written per transaction: the parse is written as it comes back from the workers
-(Django: 6 writes), never held whole. Each write is its own transaction, so no writer holds the
+(Django: about five writes), never held whole. Each write is its own transaction, so no writer holds the
 row locks of one write while it waits for those of the next; a blob's rows go in together."""
 
 
