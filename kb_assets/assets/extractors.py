@@ -37,7 +37,7 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         gap_reasons = Counter(g.reason for g in result.gaps)
         return dg.MaterializeResult(
             metadata={
-                "artifacts": len(result.artifacts),
+                "artifacts": len(result.artifact_ids),
                 "gaps": len(result.gaps),
                 "gap_reasons": dict(sorted(gap_reasons.items())),
             },

@@ -7,7 +7,7 @@ again at COMMIT (``artifact_grounded_check``) for anything that bypasses this mo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from kb_assets.core.errors import GroundingError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft
@@ -66,30 +66,79 @@ def build_artifacts(
     The ids are made by one ``ArtifactIds``: drafts of one extractor share most grounding edges,
     and it encodes each edge once (same bytes hashed as ``ids.artifact_id``), from the rows the
     grounding check sorted."""
-    occurrences = known_occurrences(program)
-    ids = ArtifactIds()
-    seen: dict[tuple[str, str], Artifact] = {}
+    build = ArtifactBuilder(extractor_id, extractor_version, program, method)
+    built: dict[tuple[str, str], Artifact] = {}
     for draft in drafts:
-        rows, grounding = _checked(draft, occurrences)
+        art, _ = build(draft)
+        built[(art.kind, art.logical_key)] = art
+    return [built[k] for k in sorted(built)]
+
+
+def artifact_batches(
+    drafts: Iterable[Draft],
+    *,
+    extractor_id: str,
+    extractor_version: str,
+    program: Program,
+    size: int,
+    method: Method = Method.DETERMINISTIC,
+) -> Iterator[list[Artifact]]:
+    """``build_artifacts`` a batch of ``size`` drafts at a time, in draft order, so a writer can
+    store and drop each batch: the same artifacts (ids included), each once, but not sorted, and
+    a logical-key conflict is only raised when its second draft is reached."""
+    build = ArtifactBuilder(extractor_id, extractor_version, program, method)
+    batch: list[Artifact] = []
+    for draft in drafts:
+        art, first = build(draft)
+        if first:
+            batch.append(art)
+            if len(batch) >= size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+class ArtifactBuilder:
+    """Turns the drafts of one extractor run into artifacts, one at a time, remembering the id of
+    each (kind, logical key) so that a key seen again with another id is a conflict."""
+
+    def __init__(self, extractor_id: str, extractor_version: str, program: Program, method: Method) -> None:
+        self.extractor_id = extractor_id
+        self.extractor_version = extractor_version
+        self.method = method
+        self.occurrences = known_occurrences(program)
+        self.ids = ArtifactIds()
+        self.seen: dict[tuple[str, str], str] = {}
+
+    def __call__(self, draft: Draft) -> tuple[Artifact, bool]:
+        """The draft's artifact, and whether it is the first of its (kind, logical key).
+
+        Raises ``GroundingError`` for a draft grounded nowhere, ``IdentityConflictError`` when its
+        (kind, logical key) was built before with another id."""
+        rows, grounding = _checked(draft, self.occurrences)
+        artifact_id = self.ids.of_rows(
+            rows,
+            logical_key=draft.logical_key,
+            extractor_id=self.extractor_id,
+            extractor_version=self.extractor_version,
+            payload=draft.payload,
+        )
+        key = (draft.kind, draft.logical_key)
+        known = self.seen.get(key)
+        if known is None:
+            self.seen[key] = artifact_id
+        elif known != artifact_id:
+            raise IdentityConflictError("logical key", f"{draft.kind} {draft.logical_key}")
         art = Artifact(
-            artifact_id=ids.of_rows(
-                rows,
-                logical_key=draft.logical_key,
-                extractor_id=extractor_id,
-                extractor_version=extractor_version,
-                payload=draft.payload,
-            ),
+            artifact_id=artifact_id,
             kind=draft.kind,
             logical_key=draft.logical_key,
-            extractor_id=extractor_id,
-            extractor_version=extractor_version,
-            method=method,
+            extractor_id=self.extractor_id,
+            extractor_version=self.extractor_version,
+            method=self.method,
             confidence=draft.confidence,
             payload=draft.payload,
             grounding=grounding,
         )
-        key = (draft.kind, draft.logical_key)
-        if key in seen and seen[key].artifact_id != art.artifact_id:
-            raise IdentityConflictError("logical key", f"{draft.kind} {draft.logical_key}")
-        seen[key] = art
-    return [seen[k] for k in sorted(seen)]
+        return art, known is None

@@ -7,13 +7,13 @@ commit's knowledge is the staged entry, published atomically later by the snapsh
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from kb_assets.core.extractors.base import Extractor
-from kb_assets.core.grounding import build_artifacts
+from kb_assets.core.extractors.base import Draft, Extractor
+from kb_assets.core.grounding import artifact_batches, build_artifacts
 from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.program import Program
 from kb_resources.store import writes
@@ -52,13 +52,59 @@ def run_extractor(extractor: Extractor, program: Program) -> ExtractResult:
     return ExtractResult(artifacts=tuple(artifacts), gaps=extraction.gaps)
 
 
-def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> ExtractResult:
-    """Run the extractor and stage its artifacts and gaps for the commit, in one transaction."""
-    result = run_extractor(extractor, program)
+WRITE_ARTIFACTS = 20_000
+"""Artifacts built and written per transaction by ``extract_commit`` (Django's call edges: 4)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StagedResult:
+    """What ``extract_commit`` staged for one commit: the artifacts' ids, not the artifacts."""
+
+    artifact_ids: tuple[str, ...]
+    gaps: tuple[Gap, ...]
+
+    @property
+    def data_version(self) -> str:
+        """Digest of the artifact ids: Dagster's data version for this asset partition."""
+        return ids_digest(self.artifact_ids)
+
+
+def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> StagedResult:
+    """Run the extractor, store its artifacts and stage them and its gaps for the commit.
+
+    The artifacts are built and stored ``WRITE_ARTIFACTS`` at a time, each batch in its own
+    transaction and then dropped, as are the drafts already built: the whole set never exists at
+    once (Django's 75,908 call edges: about 20 MiB less at the run's peak). An artifact is
+    content-addressed and goes in with its grounding, so a batch stored by a run that then fails
+    is only unused content; no writer holds one batch's row locks while waiting for the next
+    batch's, so writers of overlapping sets cannot deadlock. The commit's staged entries and gaps
+    are replaced in one last transaction, as before.
+    """
+    extraction = extractor.resolve(program)
+    drafts: list[Draft | None] = list(extraction.drafts)
+    gaps = extraction.gaps
+    del extraction  # the drafts are now only in ``drafts``, which hands each over once
+    ids: list[str] = []
+    batches = artifact_batches(
+        _handed_over(drafts),
+        extractor_id=extractor.extractor_id,
+        extractor_version=extractor.version,
+        program=program,
+        size=WRITE_ARTIFACTS,
+    )
+    for batch in batches:
+        with engine.begin() as conn:
+            writes.insert_artifacts(conn, batch)
+        ids += (a.artifact_id for a in batch)
     with engine.begin() as conn:
-        writes.insert_artifacts(conn, result.artifacts)
-        writes.replace_staged(
-            conn, program.sha, extractor.extractor_id, [a.artifact_id for a in result.artifacts]
-        )
-        writes.replace_gaps(conn, program.sha, extractor.extractor_id, result.gaps)
-    return result
+        writes.replace_staged(conn, program.sha, extractor.extractor_id, ids)
+        writes.replace_gaps(conn, program.sha, extractor.extractor_id, gaps)
+    return StagedResult(artifact_ids=tuple(sorted(ids)), gaps=gaps)
+
+
+def _handed_over(drafts: list[Draft | None]) -> Iterator[Draft]:
+    """Each draft once, its slot cleared first: a draft is then held only by what is built from it."""
+    for i, draft in enumerate(drafts):
+        drafts[i] = None
+        if draft is not None:
+            yield draft

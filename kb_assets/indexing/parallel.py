@@ -1,19 +1,24 @@
 """Parsing many blobs on every core: plain processes, plain data in and out.
 
 Workers are spawned (not forked) because the parent may hold database connections and Dagster
-threads; each worker imports only the pure core.
+threads; each worker imports only the pure core. A worker encodes the facts it collected before
+returning them (``EncodedBlob``): the parent only writes them to the cache, so it never unpickles,
+nor holds, the decoded facts of the whole commit (Django: about 150 MiB of small objects), and the
+encoding runs on every core. Results come back batch by batch, so the caller can write and drop
+each batch; at most a few batches are in flight at once.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 
-from kb_assets.core.blobs import analyze_blob
+from kb_assets.core.blobs import analyze_blob, encode_blob
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS
-from kb_assets.core.models import ParsedBlob
+from kb_assets.core.models import EncodedBlob
 from kb_assets.core.spans import ParseLimits
 
 PARALLEL_MIN_BYTES = 4_000_000
@@ -21,9 +26,15 @@ PARALLEL_MIN_BYTES = 4_000_000
 
 BATCH_BYTES = 1_000_000
 
+IN_FLIGHT_PER_WORKER = 2
+"""Batches submitted ahead per worker: enough to keep every worker busy, few enough that the
+results waiting to be written stay small."""
 
-def _analyze_batch(batch: list[tuple[str, bytes]], limits: ParseLimits) -> list[ParsedBlob]:
-    return [analyze_blob(blob_id, data, EXTRACTORS, limits, COLLECTORS) for blob_id, data in batch]
+
+def _analyze_batch(batch: list[tuple[str, bytes]], limits: ParseLimits) -> list[EncodedBlob]:
+    return [
+        encode_blob(analyze_blob(blob_id, data, EXTRACTORS, limits, COLLECTORS)) for blob_id, data in batch
+    ]
 
 
 def _batches(blobs: Iterable[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
@@ -55,22 +66,28 @@ def analyze_blobs(
     *,
     workers: int,
     on_done: Callable[[int], None] | None = None,
-) -> list[ParsedBlob]:
-    """Analyze every (blob_id, data) pair, in parallel when it pays; results in input order."""
-    total_bytes = sum(len(d) for _, d in blobs)
-    n = worker_count(workers)
-    results: list[ParsedBlob] = []
-    if n == 1 or total_bytes < PARALLEL_MIN_BYTES:
-        for blob_id, data in blobs:
-            results.append(analyze_blob(blob_id, data, EXTRACTORS, limits, COLLECTORS))
-            if on_done is not None:
-                on_done(len(results))
-        return results
+) -> Iterator[list[EncodedBlob]]:
+    """Analyze every (blob_id, data) pair, in parallel when it pays: batches of results, in input
+    order; ``on_done`` is told how many blobs are done after each batch."""
+    done = 0
+    for results in _results(blobs, limits, worker_count(workers)):
+        done += len(results)
+        if on_done is not None:
+            on_done(done)
+        yield results
+
+
+def _results(blobs: list[tuple[str, bytes]], limits: ParseLimits, n: int) -> Iterator[list[EncodedBlob]]:
+    if n == 1 or sum(len(d) for _, d in blobs) < PARALLEL_MIN_BYTES:
+        for batch in _batches(blobs):
+            yield _analyze_batch(batch, limits)
+        return
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        futures = [pool.submit(_analyze_batch, batch, limits) for batch in _batches(blobs)]
-        for future in futures:
-            results.extend(future.result())
-            if on_done is not None:
-                on_done(len(results))
-    return results
+        pending: deque[Future[list[EncodedBlob]]] = deque()
+        for batch in _batches(blobs):
+            pending.append(pool.submit(_analyze_batch, batch, limits))
+            if len(pending) >= n * IN_FLIGHT_PER_WORKER:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()

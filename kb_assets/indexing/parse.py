@@ -11,10 +11,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from kb_assets.core.blobs import encode_facts
 from kb_assets.core.errors import IdentityConflictError
 from kb_assets.core.extractors.registry import parser_version
-from kb_assets.core.models import FileMode, Gap, ParsedBlob
+from kb_assets.core.models import EncodedBlob, FileMode, Gap
 from kb_assets.core.modules import map_modules
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.parallel import analyze_blobs
@@ -55,20 +54,38 @@ def ensure_parsed(
         return set()
     total = len(todo)
     report("parse", 0, total)
-    fresh = analyze_blobs(
+    batches = analyze_blobs(
         [(b, repo.read_blob(b)) for b in todo],
         limits,
         workers=workers,
         on_done=lambda done: report("parse", done, total),
     )
-    if force:
-        _verify_against_cache(engine, pv, [p for p in fresh if p.blob_id in cached])
-    with engine.begin() as conn:
-        writes.insert_parsed_blobs(conn, pv, fresh, encode_facts)
+    pending: list[EncodedBlob] = []
+    for batch in batches:
+        pending += batch
+        if len(pending) >= WRITE_BLOBS:
+            _write(engine, pv, pending, cached if force else set())
+            pending = []
+    _write(engine, pv, pending, cached if force else set())
     return set(todo)
 
 
-def _verify_against_cache(engine: Engine, pv: str, fresh: list[ParsedBlob]) -> None:
+WRITE_BLOBS = 500
+"""Parsed blobs written per transaction: the parse is written as it comes back from the workers
+(Django: about five writes), never held whole. Each write is its own transaction, so no writer holds the
+row locks of one write while it waits for those of the next; a blob's rows go in together."""
+
+
+def _write(engine: Engine, pv: str, fresh: list[EncodedBlob], cached: set[str]) -> None:
+    """Cache ``fresh``; those in ``cached`` (a forced re-parse) must first reproduce the cache."""
+    if not fresh:
+        return
+    _verify_against_cache(engine, pv, [p for p in fresh if p.blob_id in cached])
+    with engine.begin() as conn:
+        writes.insert_encoded_blobs(conn, pv, fresh)
+
+
+def _verify_against_cache(engine: Engine, pv: str, fresh: list[EncodedBlob]) -> None:
     """A forced re-parse must reproduce the cached spans exactly (determinism gate)."""
     if not fresh:
         return

@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from kb_assets.core.errors import GroundingError
 from kb_assets.core.ids import canonical_json
-from kb_assets.core.models import JSON, Artifact, Gap, ParsedBlob
+from kb_assets.core.models import JSON, Artifact, EncodedBlob, Gap, ParsedBlob
 from kb_resources.store.bulk import (
     analyze_if_large,
     copy_new_rows,
@@ -93,13 +93,18 @@ def insert_parsed_blobs(
     conn: sa.Connection, parser_version: str, blobs: Iterable[ParsedBlob], facts_encoder: FactsEncoder
 ) -> int:
     """Cache the parse of each blob (facts, gaps, spans) under ``parser_version``; return new blobs."""
+    encoded = (EncodedBlob(b.blob_id, b.spans, facts_encoder(b.facts), b.gaps, b.line_count) for b in blobs)
+    return insert_encoded_blobs(conn, parser_version, encoded)
+
+
+def insert_encoded_blobs(conn: sa.Connection, parser_version: str, blobs: Iterable[EncodedBlob]) -> int:
+    """``insert_parsed_blobs`` for blobs whose facts are already encoded; return new blobs."""
     blob_rows: list[tuple[object, ...]] = []
     span_rows: dict[str, tuple[str, str, str, str]] = {}
     placement_rows: list[tuple[object, ...]] = []
     for blob in blobs:
         gaps = [{"reason": g.reason, "detail": g.detail, "line": g.line} for g in blob.gaps]
-        encoded = facts_encoder(blob.facts)
-        blob_rows.append((blob.blob_id, parser_version, blob.line_count, encoded, canonical_json(gaps)))
+        blob_rows.append((blob.blob_id, parser_version, blob.line_count, blob.facts, canonical_json(gaps)))
         for ordinal, span in enumerate(blob.spans):
             span_rows[span.span_id] = (span.span_id, SPAN_LANG, str(span.kind), span.fq_symbol_path)
             placement_rows.append(
