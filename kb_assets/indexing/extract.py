@@ -21,15 +21,10 @@ from kb_resources.store import writes
 
 @dataclass(frozen=True, slots=True)
 class ExtractResult:
-    """What one extractor produced for one commit."""
+    """What one extractor produced for one commit, in memory (``extract_commit`` stages it instead)."""
 
     artifacts: tuple[Artifact, ...]
     gaps: tuple[Gap, ...]
-
-    @property
-    def data_version(self) -> str:
-        """Digest of the artifact ids: Dagster's data version for this asset partition."""
-        return ids_digest(a.artifact_id for a in self.artifacts)
 
 
 def ids_digest(ids: Iterable[str]) -> str:
