@@ -71,7 +71,8 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
             sample=STORED_ID_SAMPLE,
             since=base,
         )
-        return _result(diff.equal, diff.evidence(), matched=diff.matched, mode=mode, since=base or "none")
+        read = base if mode == "stored sample" else None  # a recomputation reads no staged set
+        return _result(diff.equal, diff.evidence(), matched=diff.matched, mode=mode, since=read or "none")
 
     @dg.asset_check(
         asset=extractor.asset_name, name="artifact_frame_valid", blocking=True, partitions_def=commits
