@@ -14,22 +14,20 @@ from kb_assets.core.extractors.base import Draft
 from kb_assets.core.ids import ArtifactIds, GroundingRow
 from kb_assets.core.models import Artifact, Grounding, Method
 from kb_assets.core.program import Program
-
-_last: tuple[Program, frozenset[tuple[str, str]]] | None = None
+from kb_assets.core.program_memo import PerProgram
 
 
 def known_occurrences(program: Program) -> frozenset[tuple[str, str]]:
-    """Every (path, span_id) pair of the commit, for validating grounding edges.
+    """Every (path, span_id) pair of the commit, for validating grounding edges (remembered per
+    program: every extractor of a commit validates against the same set)."""
+    return _occurrences(program)
 
-    Remembered for the last program (held, so it cannot be another object at a reused address):
-    every extractor of a commit, and its reproducibility check, validate against the same set.
-    """
-    global _last  # noqa: PLW0603 - a one-entry cache of a pure function of an immutable program
-    if _last is not None and _last[0] is program:
-        return _last[1]
-    found = frozenset((f.path, s.span_id) for f in program.files.values() for s in f.spans)
-    _last = (program, found)
-    return found
+
+def _all_occurrences(program: Program) -> frozenset[tuple[str, str]]:
+    return frozenset((f.path, s.span_id) for f in program.files.values() for s in f.spans)
+
+
+_occurrences: PerProgram[frozenset[tuple[str, str]]] = PerProgram(_all_occurrences)
 
 
 def check_grounding(draft: Draft, occurrences: frozenset[tuple[str, str]]) -> tuple[Grounding, ...]:

@@ -41,6 +41,7 @@ from kb_assets.core.callgraph.values import (
 )
 from kb_assets.core.models import JSON, Gap
 from kb_assets.core.program import Program
+from kb_assets.core.program_memo import PerProgram
 from kb_assets.core.symbols.table import symbol_table
 
 GAP_SOURCE = "calls"
@@ -153,21 +154,12 @@ class CallGraph:
         return self._out.get(caller, [])
 
 
-_recent: list[tuple[Program, CallGraph]] = []
-"""The graphs of the last programs asked for, all of one commit: the run's own program and the
-copy its reproducibility checks resolve again (``kb_gates.gates.reproducibility_diff``), which
-alternate (the check of ``call_edges`` runs before ``process_paths``, whose check follows it)."""
-
-
 def call_graph(program: Program) -> CallGraph:
     """The program's call graph, built once and shared by the extractors that need it."""
-    for known, graph in _recent:
-        if known is program:
-            return graph
-    graph = build(program)
-    kept = [entry for entry in _recent if entry[0].sha == program.sha][-1:]  # another commit's: dropped
-    _recent[:] = [*kept, (program, graph)]
-    return graph
+    return _graphs(program)
+
+
+_graphs: PerProgram[CallGraph] = PerProgram(lambda program: build(program))  # noqa: PLW0108 - late-bound
 
 
 def build(program: Program) -> CallGraph:

@@ -24,6 +24,7 @@ from kb_assets.core.callgraph.values import Ext, ExtInst, Fn
 from kb_assets.core.extractors.base import Extraction
 from kb_assets.core.models import JSON, Grounding
 from kb_assets.core.program import Program
+from kb_assets.core.program_memo import PerProgram
 
 _CLI_LIBRARIES = ("click.", "typer.", "asyncclick.", "cloup.")
 _COMMANDS = ("command()", "command", "group()", "group")
@@ -45,23 +46,22 @@ class EntryPoint:
     """What the upstream artifact that made it an entry point is grounded on (routers, registrations)."""
 
 
-_memo: tuple[Program, dict[str, Extraction]] | None = None
-
-
 def upstream(program: Program, extractor_id: str) -> Extraction | None:
     """The ``resolve`` result of a registered extractor for this program (None when unregistered)."""
-    global _memo  # noqa: PLW0603 - a one-entry memo per program, like the symbol table's
     from kb_assets.core.extractors.registry import extractor  # the registry imports this module
 
-    if _memo is None or _memo[0] is not program:
-        _memo = (program, {})
-    if extractor_id not in _memo[1]:
+    resolved = _resolved(program)
+    if extractor_id not in resolved:
         try:
             found = extractor(extractor_id)
         except KeyError:
             return None
-        _memo[1][extractor_id] = found.resolve(program)
-    return _memo[1][extractor_id]
+        resolved[extractor_id] = found.resolve(program)
+    return resolved[extractor_id]
+
+
+_resolved: PerProgram[dict[str, Extraction]] = PerProgram(lambda program: {})
+"""Per program: the upstream extractions asked for so far, by extractor id."""
 
 
 def entry_points(program: Program, graph: CallGraph) -> list[EntryPoint]:

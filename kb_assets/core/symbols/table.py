@@ -23,19 +23,15 @@ first module in name order is imported first; the answer therefore depends only 
 from __future__ import annotations
 
 from kb_assets.core.program import Program
+from kb_assets.core.program_memo import PerProgram
 from kb_assets.core.symbols.facts import Binding, ModuleFacts
 from kb_assets.core.symbols.model import Exports, Symbol, external_symbol
 from kb_assets.core.symbols.namespaces import Namespaces
 
-_last: tuple[Program, SymbolTable] | None = None
-
 
 def symbol_table(program: Program) -> SymbolTable:
     """The program's symbol table, built once and shared by every extractor resolving it."""
-    global _last  # noqa: PLW0603 - a one-entry memo, like indexing.load's program cache
-    if _last is None or _last[0] is not program:
-        _last = (program, SymbolTable(program))
-    return _last[1]
+    return _tables(program)
 
 
 _Seen = set[tuple[str, str]]
@@ -228,3 +224,6 @@ class SymbolTable:
         if b.kind == "from":
             return b.attr == b.name and facts.absolute(b.module or "") == facts.name
         return b.kind == "import" and b.module == own
+
+
+_tables: PerProgram[SymbolTable] = PerProgram(SymbolTable)

@@ -1,0 +1,39 @@
+"""Values derived from a ``Program``, computed once and shared by everything resolving it.
+
+The symbol table, the call graph, the known occurrences and the entry points' upstream extractions
+are pure functions of an immutable program; every extractor of a run asks for them again. They are
+remembered per program *object* (held, so it cannot be another object at a reused address), for
+the programs of one commit only: the run's own program and the copy its reproducibility checks
+resolve again (``kb_gates.gates.reproducibility_diff``), which a run asks for in turn. A program of
+another commit drops them, so a long-running process (``kb watch``) never keeps a past commit's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from kb_assets.core.program import Program
+
+T = TypeVar("T")
+
+PROGRAMS_KEPT = 2
+"""Programs of one commit remembered at once: the run's and its recomputation copy."""
+
+
+class PerProgram(Generic[T]):
+    """``compute(program)``, remembered for the last ``PROGRAMS_KEPT`` programs of one commit."""
+
+    def __init__(self, compute: Callable[[Program], T]) -> None:
+        self._compute = compute
+        self._entries: list[tuple[Program, T]] = []
+
+    def __call__(self, program: Program) -> T:
+        """The value for ``program``, computed on its first request."""
+        for known, value in self._entries:
+            if known is program:
+                return value
+        value = self._compute(program)
+        same_commit = [entry for entry in self._entries if entry[0].sha == program.sha]
+        self._entries = [*same_commit[-(PROGRAMS_KEPT - 1) :], (program, value)]
+        return value
