@@ -59,8 +59,7 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
         identical ids (commits of up to KB_VERIFY_MAX_FILES files); above that, the ids of a
         sample of the staged records recompute from what was stored, and the full recomputation
         runs in ``verify_commit`` (check ``extractions_reproducible``)."""
-        base = since(context, kb)
-        mode, diff = gates.ids_reproducibility(
+        found = gates.ids_reproducibility(
             kb.git(),
             kb.engine(),
             context.partition_key,
@@ -69,10 +68,12 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
             workers=kb.workers,
             max_files=kb.verify_max_files,
             sample=STORED_ID_SAMPLE,
-            since=base,
+            base=indexed_base(context),
         )
-        read = base if mode == "stored sample" else None  # a recomputation reads no staged set
-        return _result(diff.equal, diff.evidence(), matched=diff.matched, mode=mode, since=read or "none")
+        diff = found.diff
+        return _result(
+            diff.equal, diff.evidence(), matched=diff.matched, mode=found.mode, since=found.since or "none"
+        )
 
     @dg.asset_check(
         asset=extractor.asset_name, name="artifact_frame_valid", blocking=True, partitions_def=commits

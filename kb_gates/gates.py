@@ -7,6 +7,7 @@ test suite proves are the same computation.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import polars as pl
 from sqlalchemy import Engine
@@ -82,6 +83,16 @@ def _recomputed(program: Program) -> Program:
     return _copy[1]
 
 
+class Reproducibility(NamedTuple):
+    """How the reproducibility gate ran on one extractor and what it found."""
+
+    mode: str
+    """``recomputed`` (the extractor resolved again) or ``stored sample``."""
+    since: str | None
+    """The base whose snapshot the stored sample skipped (None: drawn from the whole set)."""
+    diff: SetDiff[str]
+
+
 def ids_reproducibility(
     repo: GitRepo,
     engine: Engine,
@@ -92,16 +103,17 @@ def ids_reproducibility(
     workers: int,
     max_files: int,
     sample: int,
-    since: str | None = None,
-) -> tuple[str, SetDiff[str]]:
-    """The blocking reproducibility gate and how it was run: the full recomputation for a commit of
-    up to ``max_files`` Python files, else the stored sample (``verify_commit`` recomputes it all),
-    drawn from the records new since ``since`` when given."""
+    base: str | None = None,
+) -> Reproducibility:
+    """The blocking reproducibility gate: the full recomputation for a commit of up to
+    ``max_files`` Python files, else the stored sample (``verify_commit`` recomputes it all), drawn
+    from the records new since ``base`` when the set is large and ``base`` proven (``delta_since``)."""
     if len(repo.python_files(sha)) <= max_files:
         diff = reproducibility_diff(repo, engine, sha, extractor, limits=limits, workers=workers)
-        return "recomputed", diff
+        return Reproducibility("recomputed", None, diff)
+    since = delta_since(engine, sha, extractor.extractor_id, base)
     diff = stored_ids_diff(engine, sha, extractor.extractor_id, sample=sample, since=since)
-    return "stored sample", diff
+    return Reproducibility("stored sample", since, diff)
 
 
 def extractions_diff(
