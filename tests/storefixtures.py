@@ -7,7 +7,7 @@ pipeline writes (64-hex span and artifact ids, 40-hex shas) and the same call gi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +15,7 @@ import psutil
 import sqlalchemy as sa
 
 from kb_assets.core import ids
-from kb_assets.core.models import Artifact, Grounding, Method, ParsedBlob, Span, SpanKind
+from kb_assets.core.models import Artifact, EncodedBlob, Grounding, Method, ParsedBlob, Span, SpanKind
 from kb_resources.store import writes
 from kb_resources.store.schema import commit_ref
 
@@ -49,8 +49,13 @@ def grounded(
 
 
 def encode_facts(facts: Mapping[str, object]) -> bytes:
-    """The facts encoder the tests hand to ``insert_parsed_blobs``."""
+    """The facts encoding of the store tests (plain JSON: readable when a test fails)."""
     return ids.canonical_json(dict(facts)).encode()
+
+
+def encoded(blob: ParsedBlob, encode: Callable[[Mapping[str, object]], bytes] = encode_facts) -> EncodedBlob:
+    """``blob`` as ``writes.insert_encoded_blobs`` takes it, its facts encoded by ``encode``."""
+    return EncodedBlob(blob.blob_id, blob.spans, encode(blob.facts), blob.gaps, blob.line_count)
 
 
 def seed_commit(
@@ -66,7 +71,7 @@ def seed_commit(
     writes.upsert_commit(conn, sha=sha, tree_id=sha_of(f"tree:{sha}"), parents=[], committed_at=COMMITTED_AT)
     named = {path: (blobs or {}).get(path, f"{path}:{sha}") for path in files}
     parsed = [ParsedBlob(sha_of(f"blob:{named[p]}"), tuple(s), line_count=99) for p, s in files.items()]
-    writes.insert_parsed_blobs(conn, PARSER_VERSION, parsed, encode_facts)
+    writes.insert_encoded_blobs(conn, PARSER_VERSION, map(encoded, parsed))
     writes.replace_commit_files(
         conn,
         sha,

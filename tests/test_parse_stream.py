@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from kb_assets.core.blobs import analyze_blob, encode_facts
+from kb_assets.core.blobs import analyze_blob, encode_blob
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS, parser_version
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing import parallel, parse
@@ -59,7 +59,7 @@ def test_streamed_parse_stores_what_one_write_of_the_whole_parse_stores(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
     """Many small batches (two spawned workers, or in this process), several writes: the cached
-    rows equal those of ``insert_parsed_blobs`` over every blob parsed and encoded here at once."""
+    rows equal those of one ``insert_encoded_blobs`` of every blob parsed and encoded here at once."""
     repo, blob_ids = _repo(tmp_path)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "BATCH_BYTES", 1)
@@ -68,7 +68,7 @@ def test_streamed_parse_stores_what_one_write_of_the_whole_parse_stores(
     assert done == set(blob_ids)
     whole = [analyze_blob(b, repo.read_blob(b), EXTRACTORS, ParseLimits(), COLLECTORS) for b in blob_ids]
     with store.engine.begin() as conn:
-        writes.insert_parsed_blobs(conn, REFERENCE, whole, encode_facts)
+        writes.insert_encoded_blobs(conn, REFERENCE, map(encode_blob, whole))
     streamed, reference = _rows(store.engine, parser_version()), _rows(store.engine, REFERENCE)
     assert len(streamed[0]) == len(blob_ids) > 8
     assert any(gaps != "[]" for *_, gaps in streamed[0])  # the unparsable file's gap is cached too

@@ -15,6 +15,7 @@ from kb_resources.store.schema import metadata
 from tests.storefixtures import (
     PARSER_VERSION,
     encode_facts,
+    encoded,
     grounded,
     publish,
     seed_commit,
@@ -59,7 +60,7 @@ def test_writing_the_same_rows_twice_changes_nothing(store: Store) -> None:
     assert _everything(store) == first
     blob = ParsedBlob(sha_of("blob:m.py:" + SHA1), (ALPHA, BETA), line_count=99)
     with store.engine.begin() as conn:
-        assert writes.insert_parsed_blobs(conn, PARSER_VERSION, [blob], encode_facts) == 0
+        assert writes.insert_encoded_blobs(conn, PARSER_VERSION, [encoded(blob)]) == 0
         assert (
             writes.insert_artifacts(
                 conn, [grounded("call:alpha->beta", [Grounding(ALPHA.span_id, "m.py", "caller")])]
@@ -194,7 +195,7 @@ def test_copy_round_trips_awkward_text(store: Store) -> None:
         seed_commit(conn, SHA1, files)
         publish(conn, SHA1, items)
         writes.replace_gaps(conn, SHA1, "parse", gaps)
-        writes.insert_parsed_blobs(conn, "raw", [blob], lambda facts: b"\x00\\x00\t\n\xff")
+        writes.insert_encoded_blobs(conn, "raw", [encoded(blob, lambda facts: b"\x00\\x00\t\n\xff")])
     with store.engine.connect() as conn:
         assert [f.path for f in reads.commit_files(conn, SHA1)] == sorted(AWKWARD)
         assert sorted(o.path for o in reads.span_occurrences(conn, SHA1)) == sorted(AWKWARD)
@@ -219,7 +220,7 @@ def test_parse_cache_round_trips_spans_in_blob_order(store: Store) -> None:
         for i in range(50)
     ]
     with store.engine.begin() as conn:
-        writes.insert_parsed_blobs(conn, PARSER_VERSION, blobs, encode_facts)
+        writes.insert_encoded_blobs(conn, PARSER_VERSION, map(encoded, blobs))
     wanted = [b.blob_id for b in blobs] + [sha_of("never parsed")]
     with store.engine.connect() as conn:
         assert reads.parsed_blob_ids(conn, PARSER_VERSION, wanted) == {b.blob_id for b in blobs}

@@ -14,7 +14,7 @@ one commit take turns and the second simply rewrites the same rows.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from kb_assets.core.errors import GroundingError
 from kb_assets.core.ids import canonical_json
-from kb_assets.core.models import JSON, Artifact, EncodedBlob, Gap, ParsedBlob
+from kb_assets.core.models import JSON, Artifact, EncodedBlob, Gap
 from kb_resources.store.bulk import (
     analyze_if_large,
     copy_new_rows,
@@ -43,9 +43,6 @@ from kb_resources.store.schema import (
 
 SPAN_LANG = "python"
 COMMIT_LOCK_SPACE = 0x6B62_636D  # "kbcm": the first key of every per-commit advisory lock
-
-FactsEncoder = Callable[[Mapping[str, JSON]], bytes]
-"""Turns a parsed blob's per-extractor facts into the bytes stored in ``parsed_blob.facts``."""
 
 CommitFileRow = tuple[str, str, str, int, str | None, bool]
 """(path, blob_id, mode, size, module or None, is_package)."""
@@ -89,16 +86,9 @@ def replace_commit_files(conn: sa.Connection, sha: str, rows: Iterable[CommitFil
     return written
 
 
-def insert_parsed_blobs(
-    conn: sa.Connection, parser_version: str, blobs: Iterable[ParsedBlob], facts_encoder: FactsEncoder
-) -> int:
-    """Cache the parse of each blob (facts, gaps, spans) under ``parser_version``; return new blobs."""
-    encoded = (EncodedBlob(b.blob_id, b.spans, facts_encoder(b.facts), b.gaps, b.line_count) for b in blobs)
-    return insert_encoded_blobs(conn, parser_version, encoded)
-
-
 def insert_encoded_blobs(conn: sa.Connection, parser_version: str, blobs: Iterable[EncodedBlob]) -> int:
-    """``insert_parsed_blobs`` for blobs whose facts are already encoded; return new blobs."""
+    """Cache the parse of each blob (facts as encoded by ``blobs.encode_facts``, gaps, spans) under
+    ``parser_version``; return how many blobs were new."""
     blob_rows: list[tuple[object, ...]] = []
     span_rows: dict[str, tuple[str, str, str, str]] = {}
     placement_rows: list[tuple[object, ...]] = []
