@@ -143,3 +143,10 @@ def all_checks() -> list[dg.AssetChecksDefinition]:
     for ex in EXTRACTORS:
         checks.extend(extractor_checks(ex))
     return checks
+
+
+def blocking_check_keys() -> list[dg.AssetCheckKey]:
+    """The blocking checks of the Definitions: what ``knowledge_snapshot`` requires to have passed
+    on the staged data it publishes (a run of the snapshot alone does not include them)."""
+    keys = (spec.key for check in all_checks() for spec in check.check_specs if spec.blocking)
+    return sorted(keys, key=lambda k: (k.asset_key.to_user_string(), k.name))

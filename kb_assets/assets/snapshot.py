@@ -3,6 +3,7 @@
 import dagster as dg
 
 from kb_assets.assets.metadata import latest_metadata
+from kb_assets.assets.proof import require_proven
 from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.core.summary import markdown_summary, summary_line
 from kb_assets.indexing.extract import ids_digest
@@ -21,6 +22,7 @@ from kb_resources.store import reads
 )
 def knowledge_snapshot(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult[None]:
     """The published knowledge of the commit: every extractor's artifacts, made visible in one transaction."""
+    require_proven(context)
     tree = latest_metadata(context, "commit_tree")
     spans = latest_metadata(context, "code_spans")
     stats, counts, gaps = publish_commit(

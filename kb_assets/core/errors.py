@@ -116,3 +116,19 @@ class CheckFailedError(KbError):
     def __init__(self, failures: list[str]) -> None:
         super().__init__("a blocking check failed, nothing was published: " + "; ".join(failures))
         self.failures = failures
+
+
+class UnprovenSnapshotError(KbError):
+    """The snapshot step was asked to publish staged knowledge its blocking checks did not pass."""
+
+    exit_code = 1
+
+    def __init__(self, sha: str, checks: list[str]) -> None:
+        shown = "; ".join(checks[:5]) + (f"; and {len(checks) - 5} more" if len(checks) > 5 else "")
+        super().__init__(
+            f"refusing to publish {sha[:12]}: its staged knowledge has not passed every blocking "
+            f"check ({shown}); index the commit again with its checks "
+            f"(`kb index --sha {sha[:12]}`, or the index_commit job)"
+        )
+        self.sha = sha
+        self.checks = checks
