@@ -8,6 +8,7 @@ import time
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
@@ -48,7 +49,7 @@ def _tables(store: Store) -> set[str]:
 def test_fresh_database_migrates_to_head(store: Store) -> None:
     """open_store on an empty database creates every table, pgvector and the trigger, stamped at head."""
     with store.engine.connect() as conn:
-        assert revision.current_revision(conn) == revision.head_revision() == "0004"
+        assert revision.current_revision(conn) == revision.head_revision() == "0005"
         assert revision.is_at_head(conn)
         assert conn.scalar(sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         triggers = set(conn.scalars(sa.text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")))
@@ -171,3 +172,48 @@ def test_read_only_open_of_a_database_behind_head_refuses(
     engine = create_store_engine(parse_store_url(blank_database))
     assert sa.inspect(engine).get_table_names() == []
     engine.dispose()
+
+
+HEX_CASES = (
+    "a" * 64,
+    "0123456789abcdef" * 4,
+    "A" * 64,
+    "a" * 63,
+    "a" * 63 + " ",
+    "g" * 64,
+    "a" * 32 + "-" * 32,
+    "",
+)
+"""Span ids to store: valid, upper case, short, short but padded by CHAR(64), not hex, empty."""
+INSERT_SPAN = "INSERT INTO code_span (span_id, lang, kind, fq_symbol_path) VALUES (:v, 'py', 'f', 'f')"
+
+
+def _accepted_span_ids(store: Store) -> list[str]:
+    """Which of ``HEX_CASES`` the ``code_span`` hex check lets in (each tried in a rolled-back savepoint)."""
+    accepted = []
+    with store.engine.connect() as conn:
+        for value in HEX_CASES:
+            nested = conn.begin_nested() if conn.in_transaction() else conn.begin()
+            try:
+                conn.execute(sa.text(INSERT_SPAN), {"v": value})
+                accepted.append(value)
+            except sa.exc.IntegrityError:
+                pass
+            nested.rollback()
+    return accepted
+
+
+def test_the_hex_checks_accept_the_same_ids_as_before_0005(store: Store) -> None:
+    """Migration 0005 only makes the hex-id checks cheaper: at 0004 and at head exactly the two
+    64-digit lowercase ids are accepted, and every check has the new form at head."""
+    with store.engine.begin() as conn:
+        command.downgrade(revision.alembic_config(conn), "0004")
+    before = _accepted_span_ids(store)
+    with store.engine.begin() as conn:
+        command.upgrade(revision.alembic_config(conn), "head")
+        definitions = conn.scalars(
+            sa.text("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname LIKE '%\\_hex'")
+        ).all()
+    assert before == _accepted_span_ids(store) == list(HEX_CASES[:2])
+    assert len(definitions) == 9
+    assert all("!~ '[^0-9a-f]'" in d and "length(" in d for d in definitions)

@@ -17,6 +17,7 @@ from kb_assets.core.grounding import artifact_batches, build_artifacts
 from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.program import Program
 from kb_resources.store import writes
+from kb_resources.store.bulk import LoadLog, refresh_statistics
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +88,15 @@ def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> St
         program=program,
         size=WRITE_ARTIFACTS,
     )
+    log = LoadLog()
     for batch in batches:
         with engine.begin() as conn:
-            writes.insert_artifacts(conn, batch)
+            writes.insert_artifacts(conn, batch, log=log)
         ids += (a.artifact_id for a in batch)
     with engine.begin() as conn:
         writes.replace_staged(conn, program.sha, extractor.extractor_id, ids)
         writes.replace_gaps(conn, program.sha, extractor.extractor_id, gaps)
+        refresh_statistics(conn, log)
     return StagedResult(artifact_ids=tuple(sorted(ids)), gaps=gaps)
 
 

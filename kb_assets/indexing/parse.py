@@ -20,6 +20,7 @@ from kb_assets.indexing.parallel import analyze_blobs
 from kb_assets.indexing.progress import report
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads, writes
+from kb_resources.store.bulk import LoadLog, refresh_statistics
 from kb_resources.store.reads import CommitFile
 
 READABLE = {FileMode.REGULAR.value, FileMode.EXECUTABLE.value}
@@ -61,12 +62,15 @@ def ensure_parsed(
         on_done=lambda done: report("parse", done, total),
     )
     pending: list[EncodedBlob] = []
+    log = LoadLog()
     for batch in batches:
         pending += batch
         if len(pending) >= WRITE_BLOBS:
-            _write(engine, pv, pending, cached if force else set())
+            _write(engine, pv, pending, cached if force else set(), log)
             pending = []
-    _write(engine, pv, pending, cached if force else set())
+    _write(engine, pv, pending, cached if force else set(), log)
+    with engine.begin() as conn:
+        refresh_statistics(conn, log)
     return set(todo)
 
 
@@ -76,13 +80,13 @@ WRITE_BLOBS = 500
 row locks of one write while it waits for those of the next; a blob's rows go in together."""
 
 
-def _write(engine: Engine, pv: str, fresh: list[EncodedBlob], cached: set[str]) -> None:
+def _write(engine: Engine, pv: str, fresh: list[EncodedBlob], cached: set[str], log: LoadLog) -> None:
     """Cache ``fresh``; those in ``cached`` (a forced re-parse) must first reproduce the cache."""
     if not fresh:
         return
     _verify_against_cache(engine, pv, [p for p in fresh if p.blob_id in cached])
     with engine.begin() as conn:
-        writes.insert_encoded_blobs(conn, pv, fresh)
+        writes.insert_encoded_blobs(conn, pv, fresh, log=log)
 
 
 def _verify_against_cache(engine: Engine, pv: str, fresh: list[EncodedBlob]) -> None:

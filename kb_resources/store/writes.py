@@ -24,7 +24,9 @@ from kb_assets.core.errors import GroundingError
 from kb_assets.core.ids import canonical_json
 from kb_assets.core.models import JSON, Artifact, EncodedBlob, Gap
 from kb_resources.store.bulk import (
+    LoadLog,
     analyze_if_large,
+    copy_loaded_rows,
     copy_new_rows,
     copy_rows,
     insert_new_keys,
@@ -86,9 +88,12 @@ def replace_commit_files(conn: sa.Connection, sha: str, rows: Iterable[CommitFil
     return written
 
 
-def insert_encoded_blobs(conn: sa.Connection, parser_version: str, blobs: Iterable[EncodedBlob]) -> int:
+def insert_encoded_blobs(
+    conn: sa.Connection, parser_version: str, blobs: Iterable[EncodedBlob], *, log: LoadLog | None = None
+) -> int:
     """Cache the parse of each blob (facts as encoded by ``blobs.encode_facts``, gaps, spans) under
-    ``parser_version``; return how many blobs were new."""
+    ``parser_version``; return how many blobs were new. With a ``log``, the tables' statistics
+    are left for the caller to refresh once its whole load is written."""
     blob_rows: list[tuple[object, ...]] = []
     span_rows: dict[str, tuple[str, str, str, str]] = {}
     placement_rows: list[tuple[object, ...]] = []
@@ -100,13 +105,15 @@ def insert_encoded_blobs(conn: sa.Connection, parser_version: str, blobs: Iterab
             placement_rows.append(
                 (blob.blob_id, parser_version, ordinal, span.span_id, span.start_line, span.end_line)
             )
-    _insert_spans(conn, span_rows.values())
+    span_columns = ("span_id", "lang", "kind", "fq_symbol_path")
+    copy_new_rows(conn, "code_span", span_columns, span_rows.values(), order_by=("span_id",), log=log)
     copy_new_rows(
         conn,
         "blob_span",
         ("blob_id", "parser_version", "ordinal", "span_id", "start_line", "end_line"),
         placement_rows,
         order_by=("blob_id", "parser_version", "ordinal"),
+        log=log,
     )
     return copy_new_rows(
         conn,
@@ -114,17 +121,15 @@ def insert_encoded_blobs(conn: sa.Connection, parser_version: str, blobs: Iterab
         ("blob_id", "parser_version", "line_count", "facts", "gaps"),
         blob_rows,
         order_by=("blob_id", "parser_version"),
+        log=log,
     )
 
 
-def _insert_spans(conn: sa.Connection, rows: Iterable[tuple[str, str, str, str]]) -> int:
-    """Insert code spans that are not stored yet."""
-    columns = ("span_id", "lang", "kind", "fq_symbol_path")
-    return copy_new_rows(conn, "code_span", columns, rows, order_by=("span_id",))
-
-
-def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
-    """Store artifacts with their grounding; raise ``GroundingError`` before writing if one has none."""
+def insert_artifacts(
+    conn: sa.Connection, artifacts: Iterable[Artifact], *, log: LoadLog | None = None
+) -> int:
+    """Store artifacts with their grounding; raise ``GroundingError`` before writing if one has none.
+    With a ``log``, the tables' statistics are left for the caller to refresh once (``LoadLog``)."""
     batch = list(artifacts)
     for item in batch:
         if not item.grounding:
@@ -163,7 +168,7 @@ def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
         "prompt_version",
         "model_id",
     )
-    inserted = insert_new_keys(conn, "artifact", columns, artifact_rows, key="artifact_id")
+    inserted = insert_new_keys(conn, "artifact", columns, artifact_rows, key="artifact_id", log=log)
     # The grounding of the artifacts this statement inserted: no other transaction can have any.
     # Sent one artifact at a time in id order (a batch may repeat an artifact, and an artifact not
     # built by ``build_artifacts`` may repeat an edge: each row is sent once).
@@ -174,8 +179,7 @@ def insert_artifacts(conn: sa.Connection, artifacts: Iterable[Artifact]) -> int:
         for row in dict.fromkeys((g.span_id, g.path, g.role) for g in fresh[aid].grounding)
     )
     pk = [c.name for c in artifact_derived_from.primary_key.columns]
-    written = copy_rows(conn, "artifact_derived_from", pk, rows)
-    analyze_if_large(conn, "artifact_derived_from", written)
+    copy_loaded_rows(conn, "artifact_derived_from", pk, rows, log=log)
     return len(inserted)
 
 
