@@ -5,6 +5,8 @@ that commit is not published. Oracle checks compare with independent tools (grim
 commit of every repository.
 """
 
+import functools
+
 import dagster as dg
 
 from kb_assets.assets.metadata import indexed_base
@@ -145,8 +147,9 @@ def all_checks() -> list[dg.AssetChecksDefinition]:
     return checks
 
 
-def blocking_check_keys() -> list[dg.AssetCheckKey]:
+@functools.cache
+def blocking_check_keys() -> tuple[dg.AssetCheckKey, ...]:
     """The blocking checks of the Definitions: what ``knowledge_snapshot`` requires to have passed
     on the staged data it publishes (a run of the snapshot alone does not include them)."""
     keys = (spec.key for check in all_checks() for spec in check.check_specs if spec.blocking)
-    return sorted(keys, key=lambda k: (k.asset_key.to_user_string(), k.name))
+    return tuple(sorted(keys, key=lambda k: (k.asset_key.to_user_string(), k.name)))
