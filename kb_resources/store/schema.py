@@ -151,6 +151,21 @@ artifact = sa.Table(
     ),
 )
 
+ARTIFACT_RECORD_COLUMNS = (
+    "artifact_id",
+    "kind",
+    "logical_key",
+    "extractor_id",
+    "extractor_version",
+    "method",
+    "confidence",
+    "payload",
+    "prompt_version",
+    "model_id",
+)
+"""An artifact's record (everything but its embedding), in the order writes send it and reads
+select it."""
+
 artifact_derived_from = sa.Table(
     "artifact_derived_from",
     metadata,

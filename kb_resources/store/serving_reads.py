@@ -17,7 +17,13 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from kb_resources.store.schema import artifact, artifact_derived_from, snapshot_entry, span_occurrence
-from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, _edge_order
+from kb_resources.store.snapshot_reads import (
+    ArtifactRecord,
+    GroundingLine,
+    _edge_order,
+    artifact_record,
+    record_columns,
+)
 
 _IDS = ARRAY(sa.CHAR(64))
 _SHAS = ARRAY(sa.CHAR(40))
@@ -56,26 +62,12 @@ def records_by_id(conn: sa.Connection, sha: str, ids: Collection[str]) -> dict[s
     if not ids:
         return {}
     a = artifact.c
-    query = sa.select(
-        a.artifact_id,
-        a.kind,
-        a.logical_key,
-        a.extractor_id,
-        a.extractor_version,
-        a.method,
-        a.confidence,
-        a.payload,
-        a.prompt_version,
-        a.model_id,
-    ).where(a.artifact_id == sa.any_(bound_ids("ids", ids)))
+    query = sa.select(*record_columns()).where(a.artifact_id == sa.any_(bound_ids("ids", ids)))
     grounding = _grounding_by_id(conn, sha, ids)
-    out: dict[str, ArtifactRecord] = {}
-    for aid, kind, key, ex_id, ex_version, method, confidence, payload, prompt, model in conn.execute(query):
-        edges = tuple(sorted(grounding.get(aid, ()), key=_edge_order))
-        out[aid] = ArtifactRecord(
-            aid, kind, key, ex_id, ex_version, method, confidence, payload, edges, prompt, model
-        )
-    return out
+    return {
+        row[0]: artifact_record(row, tuple(sorted(grounding.get(row[0], ()), key=_edge_order)))
+        for row in conn.execute(query)
+    }
 
 
 def present_in(conn: sa.Connection, sha: str, ids: Collection[str]) -> set[str]:

@@ -26,7 +26,13 @@ from kb_resources.store.schema import (
     commit_ref,
     snapshot_entry,
 )
-from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine, _edge_order
+from kb_resources.store.snapshot_reads import (
+    ArtifactRecord,
+    GroundingLine,
+    _edge_order,
+    artifact_record,
+    record_columns,
+)
 
 _IDS = ARRAY(sa.CHAR(64))
 _BLOBS = ARRAY(sa.CHAR(40))
@@ -110,28 +116,13 @@ def load_snapshot(conn: sa.Connection, sha: str, only: Collection[str] | None = 
             grounding[artifact_id].append(GroundingLine(span_id, path, role, start, end))
     a = artifact.c
     query = (
-        sa.select(
-            a.artifact_id,
-            a.kind,
-            a.logical_key,
-            a.extractor_id,
-            a.extractor_version,
-            a.method,
-            a.confidence,
-            a.payload,
-            a.prompt_version,
-            a.model_id,
-        )
+        sa.select(*record_columns())
         .join(snapshot_entry, snapshot_entry.c.artifact_id == a.artifact_id)
         .where(snapshot_entry.c.sha == sha, *_only(snapshot_entry.c.artifact_id, only))
     )
-    records = []
-    for aid, kind, key, ex_id, ex_version, method, confidence, payload, prompt, model in conn.execute(query):
-        edges_of = tuple(sorted(grounding.get(aid, ()), key=_edge_order))
-        records.append(
-            ArtifactRecord(
-                aid, kind, key, ex_id, ex_version, method, confidence, payload, edges_of, prompt, model
-            )
-        )
+    records = [
+        artifact_record(row, tuple(sorted(grounding.get(row[0], ()), key=_edge_order)))
+        for row in conn.execute(query)
+    ]
     records.sort(key=lambda r: (r.logical_key, r.kind, r.artifact_id))
     return LoadedSnapshot(records, _span_names(conn, span_ids))

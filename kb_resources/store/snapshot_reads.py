@@ -16,7 +16,13 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from kb_resources.store.schema import artifact, artifact_derived_from, snapshot_entry, span_occurrence
+from kb_resources.store.schema import (
+    ARTIFACT_RECORD_COLUMNS,
+    artifact,
+    artifact_derived_from,
+    snapshot_entry,
+    span_occurrence,
+)
 
 _KINDS = ARRAY(sa.Text())
 
@@ -85,6 +91,19 @@ class ArtifactRecord:
     model_id: str | None = None
 
 
+def record_columns() -> list[sa.Column[Any]]:
+    """The ``artifact`` columns an ``ArtifactRecord`` is read from, in ``artifact_record`` order."""
+    return [artifact.c[name] for name in ARTIFACT_RECORD_COLUMNS]
+
+
+def artifact_record(row: Sequence[Any], grounding: tuple[GroundingLine, ...]) -> ArtifactRecord:
+    """The record of a row selected by ``record_columns``, with its grounding lines."""
+    aid, kind, key, ex_id, ex_version, method, confidence, payload, prompt_version, model_id = row
+    return ArtifactRecord(
+        aid, kind, key, ex_id, ex_version, method, confidence, payload, grounding, prompt_version, model_id
+    )
+
+
 def _in_snapshot(sha: str, kinds: Sequence[str] | None) -> list[sa.ColumnElement[bool]]:
     """WHERE clauses: artifacts of the snapshot of ``sha``, of ``kinds`` when given."""
     clauses = [snapshot_entry.c.sha == sha, snapshot_entry.c.artifact_id == artifact.c.artifact_id]
@@ -133,42 +152,13 @@ def snapshot_records(
     """
     a = artifact.c
     query = (
-        sa.select(
-            a.artifact_id,
-            a.kind,
-            a.logical_key,
-            a.extractor_id,
-            a.extractor_version,
-            a.method,
-            a.confidence,
-            a.payload,
-            a.prompt_version,
-            a.model_id,
-        )
+        sa.select(*record_columns())
         .select_from(snapshot_entry)
         .join(artifact, a.artifact_id == snapshot_entry.c.artifact_id)
         .where(*_in_snapshot(sha, kinds))
     )
     grounding = _grounding(conn, sha, kinds)
-    records = []
-    for row in conn.execute(query).all():
-        aid, kind, key, ex_id, ex_version, method, confidence, payload, prompt_version, model_id = row
-        edges = tuple(grounding.get(aid, ()))
-        records.append(
-            ArtifactRecord(
-                aid,
-                kind,
-                key,
-                ex_id,
-                ex_version,
-                method,
-                confidence,
-                payload,
-                edges,
-                prompt_version,
-                model_id,
-            )
-        )
+    records = [artifact_record(row, tuple(grounding.get(row[0], ()))) for row in conn.execute(query)]
     records.sort(key=lambda r: (r.logical_key, r.kind, r.artifact_id))
     return records
 

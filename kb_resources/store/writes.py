@@ -33,6 +33,7 @@ from kb_resources.store.bulk import (
     stored_keys,
 )
 from kb_resources.store.schema import (
+    ARTIFACT_RECORD_COLUMNS,
     artifact,
     artifact_derived_from,
     branch_ref,
@@ -156,19 +157,9 @@ def insert_artifacts(
         )
         for a in batch
     )
-    columns = (
-        "artifact_id",
-        "kind",
-        "logical_key",
-        "extractor_id",
-        "extractor_version",
-        "method",
-        "confidence",
-        "payload",
-        "prompt_version",
-        "model_id",
+    inserted = insert_new_keys(
+        conn, "artifact", ARTIFACT_RECORD_COLUMNS, artifact_rows, key="artifact_id", log=log
     )
-    inserted = insert_new_keys(conn, "artifact", columns, artifact_rows, key="artifact_id", log=log)
     # The grounding of the artifacts this statement inserted: no other transaction can have any.
     # Sent one artifact at a time in id order (a batch may repeat an artifact, and an artifact not
     # built by ``build_artifacts`` may repeat an edge: each row is sent once).
