@@ -250,3 +250,47 @@ def test_analyze_if_large_refreshes_statistics_after_a_load_large_for_the_table(
         assert load_and_count(conn, 2000) == 2050  # never analyzed before
         assert load_and_count(conn, 300) == 2350  # 300 >= 2050 / 10
         assert load_and_count(conn, 200) == 2350  # 200 < 2350 / 10: left as it was
+
+
+def _reltuples(conn: sa.Connection, table: str) -> float:
+    """The table's row count as the planner knows it (-1: never analyzed), read in its own transaction."""
+    with conn.begin():
+        sql = "SELECT reltuples FROM pg_class WHERE relname = %s"
+        return float(conn.exec_driver_sql(sql, (table,)).scalar_one())
+
+
+def test_a_load_log_refreshes_statistics_once_for_the_whole_load(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches written in their own transactions through a ``LoadLog`` leave the table's statistics
+    alone; ``refresh_statistics`` then analyzes it once, for their total (each batch alone is below
+    the threshold, the three together are not)."""
+    monkeypatch.setattr(bulk, "ANALYZE_AFTER_ROWS", 100)
+    log = bulk.LoadLog()
+    with store.engine.connect() as conn:
+        conn.exec_driver_sql("CREATE TEMP TABLE scratch (x int)")  # one session: the table lives on
+        conn.commit()
+        for start in (0, 60, 120):
+            with conn.begin():
+                rows = [(i,) for i in range(start, start + 60)]
+                bulk.copy_loaded_rows(conn, "scratch", ("x",), rows, log=log)
+            assert _reltuples(conn, "scratch") == -1
+        with conn.begin():
+            bulk.refresh_statistics(conn, log)
+        assert _reltuples(conn, "scratch") == 180
+        assert log.rows == {"scratch": 180}
+
+
+def test_a_large_artifact_load_analyzes_the_key_columns_only(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ANALYZE artifact`` after a large load skips the JSON payload (``ANALYZED_COLUMNS``): the
+    planner gets statistics for the keys it plans on."""
+    monkeypatch.setattr(bulk, "ANALYZE_AFTER_ROWS", 1)
+    artifacts = [grounded(f"call:a->b{i}", [Grounding(ALPHA.span_id, "m.py", "caller")]) for i in range(3)]
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA]})
+        writes.insert_artifacts(conn, artifacts)
+    with store.engine.connect() as conn:
+        analyzed = set(conn.scalars(sa.text("SELECT attname FROM pg_stats WHERE tablename = 'artifact'")))
+    assert analyzed == set(bulk.ANALYZED_COLUMNS["artifact"])
