@@ -36,16 +36,26 @@ HEX_COLUMNS = (
 as the naming convention applied to 0001's explicit names)."""
 
 
-def _replace(expression: str) -> None:
+def _statements(expression: str) -> list[str]:
+    """One ``ALTER TABLE`` per hex-id check, replacing it with ``expression`` (a template over
+    ``column`` and ``width``)."""
+    statements = []
     for table, column, width in HEX_COLUMNS:
         name = f"ck_{table}_ck_{table}_{column}_hex"
         check = expression.format(column=column, width=width)
-        op.execute(f"ALTER TABLE {table} DROP CONSTRAINT {name}, ADD CONSTRAINT {name} CHECK ({check})")
+        replace = f"DROP CONSTRAINT {name}, ADD CONSTRAINT {name} CHECK ({check})"
+        statements.append(f"ALTER TABLE {table} {replace}")
+    return statements
 
 
 def upgrade() -> None:
-    _replace("length({column}) = {width} AND {column} !~ '[^0-9a-f]'")
+    """Length and character-class checks. Every statement is generated from the constants above
+    (no outside input)."""
+    for statement in _statements("length({column}) = {width} AND {column} !~ '[^0-9a-f]'"):
+        op.execute(statement)
 
 
 def downgrade() -> None:
-    _replace("{column} ~ '^[0-9a-f]{{{width}}}$'")
+    """Back to 0001's bounded-repetition regexes."""
+    for statement in _statements("{column} ~ '^[0-9a-f]{{{width}}}$'"):
+        op.execute(statement)
