@@ -37,7 +37,8 @@ def oracle_unavailable(oracle: str, err: Exception) -> dg.AssetCheckResult:
 def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
     """Blocking invariant checks on one extractor's asset. A large staged set indexed against a
     published base is read against it: only what the base's snapshot does not prove is checked
-    (``since`` in the metadata; ``kb_resources.store.staged_delta``)."""
+    (``since`` in the metadata; ``kb_resources.store.staged_delta``); the grounded check only
+    while few files changed (``reads.grounded_base``)."""
 
     def since(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> str | None:
         base = indexed_base(context)
@@ -49,8 +50,9 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
     def grounded(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
         """Every staged artifact has at least one grounding row pointing at a span occurrence of the
         commit."""
-        base = since(context, kb)
-        bad = gates.ungrounded(kb.engine(), context.partition_key, extractor.extractor_id, since=base)
+        sha, extractor_id = context.partition_key, extractor.extractor_id
+        base = gates.grounded_since(kb.engine(), sha, extractor_id, indexed_base(context))
+        bad = gates.ungrounded(kb.engine(), sha, extractor_id, since=base)
         return _result(not bad, bad, ungrounded=len(bad), since=base or "none")
 
     @dg.asset_check(

@@ -41,6 +41,13 @@ def delta_since(engine: Engine, sha: str, extractor_id: str, base: str | None) -
         return reads.delta_base(conn, sha, extractor_id, base, parser_version())
 
 
+def grounded_since(engine: Engine, sha: str, extractor_id: str, base: str | None) -> str | None:
+    """``delta_since`` for ``every_artifact_grounded``: None after a change too large for reading
+    against the base to pay (``reads.grounded_base``)."""
+    with engine.connect() as conn:
+        return reads.grounded_base(conn, sha, extractor_id, base, parser_version())
+
+
 def proven_base(engine: Engine, sha: str, base: str | None) -> str | None:
     """``base`` if its published snapshot can stand as proof for ``sha`` (``reads.proven_base``)."""
     with engine.connect() as conn:

@@ -15,7 +15,7 @@ from kb_assets.jobs import INDEX_JOB
 from kb_gates import gates
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
-from kb_resources.store import commit_reads, writes
+from kb_resources.store import commit_reads, staged_delta, writes
 from kb_resources.store.engine import Store, open_store
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
@@ -59,6 +59,7 @@ def test_checks_read_a_large_staged_set_against_the_indexed_base(
     commit's checks (and its span frame check, whatever the size) name its base as what they were
     read against, and both commits publish."""
     monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
+    monkeypatch.setattr(staged_delta, "GROUNDED_DELTA_MAX_CHANGED", 1.0)  # a fixture's change is large
     kb_env.extra["KB_VERIFY_MAX_FILES"] = "0"  # ids_reproducible takes the stored sample
     repo = tmp_path / "history"
     shas = build_repo(FIXTURES / "history", repo)[:2]
@@ -101,3 +102,23 @@ def test_a_new_ungrounded_artifact_is_caught_against_the_base(
         assert gates.ungrounded(store.engine, shas[1], IMPORTS_ID, since=since) == [stray.artifact_id]
         frame = gates.artifact_frame(store.engine, shas[1], IMPORTS_ID, since=since)
     assert frame["artifact_id"].to_list() == [stray.artifact_id]
+
+
+def test_after_a_large_change_the_grounded_check_reads_the_whole_set(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixture's second commit changes more than ``GROUNDED_DELTA_MAX_CHANGED`` of its files:
+    ``every_artifact_grounded`` then reads the whole staged set (``since`` is none), while the
+    frame check still reads only what the base lacks."""
+    monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
+    repo = tmp_path / "history"
+    shas = build_repo(FIXTURES / "history", repo)[:2]
+    for sha in shas:
+        assert kb_env.kb("index", repo, "--sha", sha).code == 0
+    with open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()) as store:
+        with store.engine.connect() as conn:
+            share = staged_delta.changed_share(conn, shas[1], shas[0])
+        assert share > staged_delta.GROUNDED_DELTA_MAX_CHANGED
+        second = _since_by_check(store, kb_env, shas[1], monkeypatch)
+    assert second["import_edges.every_artifact_grounded"] == "none"
+    assert second["import_edges.artifact_frame_valid"] == shas[0]

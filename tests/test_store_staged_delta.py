@@ -7,7 +7,7 @@ import pytest
 import sqlalchemy as sa
 
 from kb_assets.core.models import Artifact, Grounding, Span
-from kb_resources.store import commit_reads, reads, writes
+from kb_resources.store import commit_reads, reads, staged_delta, writes
 from kb_resources.store.engine import Store
 from kb_resources.store.schema import commit_ref
 from tests.storefixtures import PARSER_VERSION, grounded, publish, seed_commit, sha_of, span
@@ -103,3 +103,26 @@ def test_span_occurrences_since_a_base_are_those_of_changed_files(store: Store) 
         whole = reads.span_occurrences(conn, HEAD, PARSER_VERSION)
     assert [(o.path, o.span_id) for o in since] == [("p.py", DELTA.span_id), ("q.py", GAMMA.span_id)]
     assert [o.path for o in whole] == ["m.py", "n.py", "p.py", "q.py"]
+
+
+@pytest.mark.parametrize(
+    "head_files",
+    [{"m.py": [ALPHA], "n.py": [BETA], "p.py": [DELTA]}, {"m.py": [ALPHA], "n.py": [BETA]}],
+    ids=["changed", "removed"],
+)
+def test_the_grounded_check_reads_against_the_base_only_after_a_small_change(
+    store: Store, monkeypatch: pytest.MonkeyPatch, head_files: dict[str, list[Span]]
+) -> None:
+    """``grounded_base`` keeps the base only while the share of the base's files that changed or
+    went is at most ``GROUNDED_DELTA_MAX_CHANGED`` (past it, probing every touched base artifact
+    costs more than reading the whole set); the other checks' base does not depend on it."""
+    monkeypatch.setattr(commit_reads, "FEW_STAGED", 5)
+    with store.engine.begin() as conn:
+        _index(conn, head_files)
+        assert staged_delta.changed_share(conn, HEAD, BASE) == pytest.approx(1 / 3)
+        assert staged_delta.changed_share(conn, BASE, BASE) == 0
+        assert reads.delta_base(conn, HEAD, "test", BASE, PARSER_VERSION) == BASE
+        assert reads.grounded_base(conn, HEAD, "test", BASE, PARSER_VERSION) is None  # 1/3 > 2 %
+        monkeypatch.setattr(staged_delta, "GROUNDED_DELTA_MAX_CHANGED", 0.5)
+        assert reads.grounded_base(conn, HEAD, "test", BASE, PARSER_VERSION) == BASE
+        assert reads.grounded_base(conn, HEAD, "test", None, PARSER_VERSION) is None

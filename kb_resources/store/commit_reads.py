@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from kb_resources.store import staged_delta
 from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
@@ -184,6 +185,21 @@ def delta_base(
     if base is None or staged_count(conn, sha, extractor_id) <= FEW_STAGED:
         return None
     return proven_base(conn, sha, base, parser_version)
+
+
+def grounded_base(
+    conn: sa.Connection, sha: str, extractor_id: str, base: str | None, parser_version: str
+) -> str | None:
+    """``delta_base`` for ``every_artifact_grounded``, which reads against the base only while few
+    of its files changed (``staged_delta.GROUNDED_DELTA_MAX_CHANGED``): after a large change the
+    whole set is cheaper to read than the base artifacts the change touched."""
+    since = delta_base(conn, sha, extractor_id, base, parser_version)
+    if (
+        since is None
+        or staged_delta.changed_share(conn, sha, since) > staged_delta.GROUNDED_DELTA_MAX_CHANGED
+    ):
+        return None
+    return since
 
 
 def snapshot_artifact_ids(conn: sa.Connection, sha: str) -> list[str]:

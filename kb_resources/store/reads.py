@@ -20,6 +20,7 @@ from kb_assets.core.models import Gap, Span, SpanKind
 from kb_resources.store.commit_reads import (
     commit_stats,
     delta_base,
+    grounded_base,
     occurrence_count,
     occurrence_digest,
     snapshot_artifact_ids,
@@ -92,6 +93,7 @@ __all__ = [
     "file_at",
     "gap_details",
     "gaps",
+    "grounded_base",
     "is_published",
     "load_parsed_blobs",
     "load_snapshot",

@@ -66,6 +66,29 @@ def proven_base(conn: sa.Connection, sha: str, base: str | None, parser_version:
     return base if conn.scalar(query) is not None else None
 
 
+GROUNDED_DELTA_MAX_CHANGED = 0.02
+"""The share of the base's files that may have changed (or gone) for ``every_artifact_grounded``
+to read the unproven subset; above it the whole staged set is read. Measured on Django (2,823
+files, the call edges' and import edges' checks): one file changed, 0.06-0.16 s against
+0.27-0.57 s for the whole set; 3 % (86 files), even; 10 %, two to three times slower (0.5-0.9 s);
+a third or two thirds, five to nine times (1.7-3.3 s): every base artifact grounded on a changed
+file is probed, one by one. The other delta reads (new artifacts only, changed files' spans)
+stay cheaper at any size and keep the base."""
+
+
+def changed_share(conn: sa.Connection, sha: str, base: str) -> float:
+    """The share of ``base``'s files whose blob differs at ``sha`` or that are gone (0 for none)."""
+    then, now = commit_file.alias("then"), commit_file.alias("now")
+    same = (
+        sa.exists()
+        .where(now.c.sha == sha, now.c.path == then.c.path, now.c.blob_id == then.c.blob_id)
+        .correlate(then)
+    )
+    query = sa.select(sa.func.count(), sa.func.count().filter(~same)).where(then.c.sha == base)
+    total, changed = conn.execute(query).one()
+    return changed / total if total else 0.0
+
+
 def new_since(sha: str, extractor_id: str, base: str) -> sa.CompoundSelect[tuple[str]]:
     """The extractor's staged ids at ``sha`` that the snapshot of ``base`` does not hold."""
     s, e = staged_entry.c, snapshot_entry.c
