@@ -52,6 +52,16 @@ def _since_by_check(store: Store, env: KbEnv, sha: str, monkeypatch: pytest.Monk
         instance.dispose()
 
 
+def _two_commits_indexed(kb_env: KbEnv, tmp_path: Path) -> tuple[Path, list[str]]:
+    """The history fixture's first two commits, each indexed by ``kb index`` (the second on the first)."""
+    repo = tmp_path / "history"
+    shas = build_repo(FIXTURES / "history", repo)[:2]
+    for sha in shas:
+        res = kb_env.kb("index", repo, "--sha", sha)
+        assert res.code == 0, res.stderr
+    return repo, shas
+
+
 def test_checks_read_a_large_staged_set_against_the_indexed_base(
     kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,11 +71,7 @@ def test_checks_read_a_large_staged_set_against_the_indexed_base(
     monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
     monkeypatch.setattr(staged_delta, "GROUNDED_DELTA_MAX_CHANGED", 1.0)  # a fixture's change is large
     kb_env.extra["KB_VERIFY_MAX_FILES"] = "0"  # ids_reproducible takes the stored sample
-    repo = tmp_path / "history"
-    shas = build_repo(FIXTURES / "history", repo)[:2]
-    for sha in shas:
-        res = kb_env.kb("index", repo, "--sha", sha)
-        assert res.code == 0, res.stderr
+    repo, shas = _two_commits_indexed(kb_env, tmp_path)
     with open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()) as store:
         first = _since_by_check(store, kb_env, shas[0], monkeypatch)
         second = _since_by_check(store, kb_env, shas[1], monkeypatch)
@@ -84,10 +90,7 @@ def test_a_new_ungrounded_artifact_is_caught_against_the_base(
     """An artifact staged at the commit and absent from the base's snapshot is checked: one with no
     grounding at the commit is reported, and the frame check counts it, alone."""
     monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
-    repo = tmp_path / "history"
-    shas = build_repo(FIXTURES / "history", repo)[:2]
-    for sha in shas:
-        assert kb_env.kb("index", repo, "--sha", sha).code == 0
+    repo, shas = _two_commits_indexed(kb_env, tmp_path)
     with open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()) as store:
         with store.engine.begin() as conn:
             span_id = conn.exec_driver_sql("SELECT min(span_id) FROM code_span").scalar_one()
@@ -111,10 +114,7 @@ def test_after_a_large_change_the_grounded_check_reads_the_whole_set(
     ``every_artifact_grounded`` then reads the whole staged set (``since`` is none), while the
     frame check still reads only what the base lacks."""
     monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
-    repo = tmp_path / "history"
-    shas = build_repo(FIXTURES / "history", repo)[:2]
-    for sha in shas:
-        assert kb_env.kb("index", repo, "--sha", sha).code == 0
+    repo, shas = _two_commits_indexed(kb_env, tmp_path)
     with open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()) as store:
         with store.engine.connect() as conn:
             share = staged_delta.changed_share(conn, shas[1], shas[0])
