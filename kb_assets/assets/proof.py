@@ -1,5 +1,9 @@
 """What Dagster's event log says about the blocking checks upstream of a commit's snapshot
-(the decision is ``kb_assets.core.proof``)."""
+(the decision is ``kb_assets.core.proof``).
+
+Three names come from Dagster's private modules (the data-version tag, the partition filter and
+the execution statuses of check records): the public API has no per-partition check history. The
+Dagster trio is pinned (STACK.md), and ``tests/test_snapshot_proof.py`` fails if they move."""
 
 from __future__ import annotations
 
