@@ -20,6 +20,7 @@ from kb_assets.core.ids import artifact_id
 from kb_assets.core.models import JSON, Grounding
 from kb_assets.core.modules import ModuleMap, map_modules
 from kb_assets.core.program import Program
+from kb_assets.core.program_memo import PerProgram
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.extract import run_extractor
 from kb_assets.indexing.load import load_program
@@ -78,16 +79,14 @@ def reproducibility_diff(
     return compare(staged, (a.artifact_id for a in again.artifacts))
 
 
-_copy: tuple[Program, Program] | None = None
+def _copy_of(program: Program) -> Program:
+    """A distinct program object with the same contents (nothing remembered for it yet)."""
+    return dataclasses.replace(program)
 
 
-def _recomputed(program: Program) -> Program:
-    """One copy of the program per loaded program: every recomputation of a run (each extractor's
-    check, ``kb verify``'s) resolves the same copy, so what a copy needs is built once."""
-    global _copy  # noqa: PLW0603 - a one-entry memo of the loaded program's copy
-    if _copy is None or _copy[0] is not program:
-        _copy = (program, dataclasses.replace(program))
-    return _copy[1]
+_recomputed: PerProgram[Program] = PerProgram(_copy_of)
+"""One copy per loaded program: every recomputation of a run (each extractor's check, ``kb
+verify``'s) resolves the same copy, so what a copy needs is built once."""
 
 
 class Reproducibility(NamedTuple):

@@ -1,11 +1,12 @@
 """Values derived from a ``Program``, computed once and shared by everything resolving it.
 
-The symbol table, the call graph, the known occurrences and the entry points' upstream extractions
-are pure functions of an immutable program; every extractor of a run asks for them again. They are
-remembered per program *object* (held, so it cannot be another object at a reused address), for
-the programs of one commit only: the run's own program and the copy its reproducibility checks
-resolve again (``kb_gates.gates.reproducibility_diff``), which a run asks for in turn. A program of
-another commit drops them, so a long-running process (``kb watch``) never keeps a past commit's.
+The symbol table, the call graph, the known occurrences, the entry points' upstream extractions
+and the copy a reproducibility check resolves are pure functions of an immutable program; every
+extractor of a run asks for them again. They are remembered per program *object* (held, so it
+cannot be another object at a reused address), for the programs of one commit only: the run's own
+program and the copy its reproducibility checks resolve again (``kb_gates.gates``), which a run
+asks for in turn. A program of another commit drops them, so a long-running process
+(``kb watch``) never keeps a past commit's.
 """
 
 from __future__ import annotations
