@@ -24,20 +24,12 @@ def require_proven(context: dg.AssetExecutionContext) -> None:
     staged data its asset now holds at this partition. The list comes from the gates, not from the
     run: a run of the snapshot alone holds none of them."""
     checks = blocking_check_keys()
-    current = {key: _latest(context, key) for key in {k.asset_key for k in checks}}
+    current = {key: _materialization(context, key) for key in {k.asset_key for k in checks}}
     evidence = [_evidence(context, key, current[key.asset_key]) for key in checks]
     versions = {key.to_user_string(): _version(record) for key, record in current.items()}
     missing = unproven(evidence, versions)
     if missing:
         raise UnprovenSnapshotError(context.partition_key, missing)
-
-
-def _latest(context: dg.AssetExecutionContext, asset: dg.AssetKey) -> dg.EventLogRecord | None:
-    """The newest materialization of ``asset`` at this partition."""
-    found = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=asset, asset_partitions=[context.partition_key]), limit=1
-    ).records
-    return found[0] if found else None
 
 
 def _evidence(
@@ -57,23 +49,21 @@ def _evidence(
         if latest is not None and target.storage_id == latest.storage_id:
             checked = _version(latest)
         else:
-            checked = _version(_materialization(context, key.asset_key, target.storage_id))
+            checked = _version(_materialization(context, key.asset_key, at=target.storage_id))
     return CheckEvidence(asset, name, evaluation.passed, checked)
 
 
 def _materialization(
-    context: dg.AssetExecutionContext, asset: dg.AssetKey, storage_id: int
+    context: dg.AssetExecutionContext, asset: dg.AssetKey, *, at: int | None = None
 ) -> dg.EventLogRecord | None:
-    """One materialization of ``asset`` at this partition, by its storage id."""
-    found = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(
-            asset_key=asset,
-            asset_partitions=[context.partition_key],
-            after_storage_id=storage_id - 1,
-            before_storage_id=storage_id + 1,
-        ),
-        limit=1,
-    ).records
+    """The newest materialization of ``asset`` at this partition, or the one stored as ``at``."""
+    wanted = dg.AssetRecordsFilter(
+        asset_key=asset,
+        asset_partitions=[context.partition_key],
+        after_storage_id=None if at is None else at - 1,
+        before_storage_id=None if at is None else at + 1,
+    )
+    found = context.instance.fetch_materializations(wanted, limit=1).records
     return found[0] if found else None
 
 
