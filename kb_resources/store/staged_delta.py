@@ -78,15 +78,10 @@ stay cheaper at any size and keep the base."""
 
 def changed_share(conn: sa.Connection, sha: str, base: str) -> float:
     """The share of ``base``'s files whose blob differs at ``sha`` or that are gone (0 for none)."""
-    then, now = commit_file.alias("then"), commit_file.alias("now")
-    same = (
-        sa.exists()
-        .where(now.c.sha == sha, now.c.path == then.c.path, now.c.blob_id == then.c.blob_id)
-        .correlate(then)
-    )
-    query = sa.select(sa.func.count(), sa.func.count().filter(~same)).where(then.c.sha == base)
-    total, changed = conn.execute(query).one()
-    return changed / total if total else 0.0
+    kept = sa.select(sa.func.count()).select_from(unchanged_paths(sha, base).subquery())
+    query = sa.select(sa.func.count(), kept.scalar_subquery()).where(commit_file.c.sha == base)
+    total, unchanged = conn.execute(query).one()
+    return (total - unchanged) / total if total else 0.0
 
 
 def new_since(sha: str, extractor_id: str, base: str) -> sa.CompoundSelect[tuple[str]]:
