@@ -64,12 +64,8 @@ def build_artifacts(
     The ids are made by one ``ArtifactIds``: drafts of one extractor share most grounding edges,
     and it encodes each edge once (same bytes hashed as ``ids.artifact_id``), from the rows the
     grounding check sorted."""
-    build = ArtifactBuilder(extractor_id, extractor_version, program, method)
-    built: dict[tuple[str, str], Artifact] = {}
-    for draft in drafts:
-        art, _ = build(draft)
-        built[(art.kind, art.logical_key)] = art
-    return [built[k] for k in sorted(built)]
+    built = ArtifactBuilder(extractor_id, extractor_version, program, method).each(drafts)
+    return sorted(built, key=lambda art: (art.kind, art.logical_key))
 
 
 def artifact_batches(
@@ -84,15 +80,12 @@ def artifact_batches(
     """``build_artifacts`` a batch of ``size`` drafts at a time, in draft order, so a writer can
     store and drop each batch: the same artifacts (ids included), each once, but not sorted, and
     a logical-key conflict is only raised when its second draft is reached."""
-    build = ArtifactBuilder(extractor_id, extractor_version, program, method)
     batch: list[Artifact] = []
-    for draft in drafts:
-        art, first = build(draft)
-        if first:
-            batch.append(art)
-            if len(batch) >= size:
-                yield batch
-                batch = []
+    for art in ArtifactBuilder(extractor_id, extractor_version, program, method).each(drafts):
+        batch.append(art)
+        if len(batch) >= size:
+            yield batch
+            batch = []
     if batch:
         yield batch
 
@@ -140,3 +133,11 @@ class ArtifactBuilder:
             grounding=grounding,
         )
         return art, known is None
+
+    def each(self, drafts: Iterable[Draft]) -> Iterator[Artifact]:
+        """The artifact of each (kind, logical key) once, in draft order (a repeated draft with the
+        same id is skipped; one with another id raises ``IdentityConflictError``)."""
+        for draft in drafts:
+            art, first = self(draft)
+            if first:
+                yield art
