@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from kb_assets.core.blobs import FactsDecoder
+from kb_assets.core.blobs import decode_facts
 from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.models import JSON, Span
 from kb_assets.core.modules import map_modules
@@ -66,8 +66,7 @@ def _load_blobs(
         ensure_parsed(repo, engine, missing, limits=limits, workers=workers)
         with engine.connect() as conn:
             cached = reads.load_parsed_blobs(conn, scope[1], missing)
-        decode = FactsDecoder()  # one per load: its blobs share their repeated strings
-        fresh = {b: (c.spans, decode(c.facts) if c.spans else {}) for b, c in cached.items()}
+        fresh = {b: (c.spans, decode_facts(c.facts) if c.spans else {}) for b, c in cached.items()}
     loaded = {b: known[b] if b in known else fresh[b] for b in blob_ids}
     _blobs = (scope, loaded)
     return loaded

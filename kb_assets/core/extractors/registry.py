@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
+from kb_assets.core.blobs import FACTS_ENCODING
 from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Collector, Extractor
 from kb_assets.core.extractors.calls import CallsExtractor
@@ -49,13 +50,14 @@ def extractor_for_kind(kind: str) -> Extractor | None:
 def parser_version(
     extractors: tuple[Extractor, ...] = EXTRACTORS, collectors: tuple[Collector, ...] = COLLECTORS
 ) -> str:
-    """Version of everything cached per blob: the normalization and every collector's facts.
+    """Version of everything cached per blob: the normalization, every collector's facts and the
+    bytes the facts are stored as (``FACTS_ENCODING``).
 
     A change to any of them re-parses each blob once; resolver-only changes (an extractor's
     ``version``) never do.
     """
     versions = [(ex.extractor_id, ex.facts_version) for ex in extractors]
     versions += [(c.collector_id, c.facts_version) for c in collectors]
-    parts = [f"{i}={v}" for i, v in sorted(versions)]
+    parts = [f"{i}={v}" for i, v in sorted(versions)] + [f"encoding={FACTS_ENCODING}"]
     digest = hashlib.sha256(";".join(parts).encode()).hexdigest()[:12]
     return f"n{NORMALIZATION_VERSION}-{digest}"
