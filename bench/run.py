@@ -7,6 +7,7 @@ repository, and on a fresh embedded store measures, each through the ``kb`` CLI 
 
 - the full index of the corpus (wall, CPU, peak memory of the ``kb`` process tree);
 - a one-file commit on top of it (cold: a new ``kb index`` process, Dagster run included);
+- after each of those two, the run's slowest Dagster steps (``bench/steps.py``);
 - the same one-file commit picked up by a warm ``kb watch`` (time from the commit to its snapshot
   being published — the latency a team following a branch sees);
 - ``kb export`` of the whole snapshot;
@@ -145,6 +146,12 @@ def one_file_commit(repo: Path, n: int) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
+def steps(repo: Path, env: dict[str, str]) -> None:
+    """Print where the newest run spent its time (``bench/steps.py``), flushed in order."""
+    sys.stdout.flush()
+    subprocess.run([sys.executable, str(HERE / "steps.py"), str(repo), "--top", "8"], env=env, check=False)
+
+
 def kb(*args: str) -> list[str]:
     return [sys.executable, "-m", "kb_assets.cli.main", *args]
 
@@ -245,12 +252,14 @@ def main() -> int:
             "   ",
             (full.stdout or full.stderr).strip().splitlines()[0] if (full.stdout or full.stderr) else "",
         )
+        steps(repo, env)
         one_file_commit(repo, 1)
         cold = measure(kb("index", str(repo), "--gaps", "0"), env)
         print(cold.line("one-file commit, cold kb index"))
         print(
             "   ", cold.stdout.strip().splitlines()[0] if cold.stdout.strip() else cold.stderr.strip()[-300:]
         )
+        steps(repo, env)
         if not args.skip_watch:
             warm = warm_watch_latency(repo, env, 2)  # commits 2 and 3
             shown = "did not publish" if warm is None else f"{warm:8.2f} s commit -> published"
