@@ -19,8 +19,10 @@ from kb_assets.core.llm.reply import REPLY_SCHEMA, REPLY_TOOL, parse_reply
 from kb_assets.llm.passes import PassStats, ask_all
 from kb_resources.llm.base import LlmConfig, LlmRequest, ProviderUnavailableError, RequestFailedError
 from kb_resources.llm.client import LlmClient
-from kb_resources.llm.factory import open_llm, open_provider
+from kb_resources.llm.factory import llm_config, open_llm, open_provider
 from kb_resources.llm.pricing import Price, price_for
+from kb_resources.llm.resource import LlmResource
+from kb_resources.settings import load_settings
 from tests.llmservers import FakeServer, fake_anthropic, fake_openai
 
 KEY = "sk-test-KEEP-THIS-SECRET-0123456789"
@@ -171,3 +173,29 @@ def test_the_key_is_in_no_repr_or_metadata(anthropic_server: FakeServer) -> None
     assert KEY not in json.dumps(stats.metadata(), default=str)
     assert KEY not in repr(_config("anthropic"))
     assert isinstance(client, LlmClient)
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {},
+        {
+            "KB_LLM_PROVIDER": "openai",
+            "KB_LLM_MODEL": "gpt-x",
+            "KB_LLM_PRICE": "1/2",
+            "KB_LLM_CONCURRENCY": "7",
+            "KB_LLM_MAX_TOKENS": "99",
+            "KB_LLM_MAX_RETRIES": "1",
+            "KB_LLM_TIMEOUT": "3.5",
+            "KB_LLM_STUB": "fixed",
+        },
+    ],
+)
+def test_the_dagster_resource_carries_the_settings_model_configuration(environ: dict[str, str]) -> None:
+    """The model passes' resource and the CLI's pre-flight read one mapping of the settings: the
+    resource built from them gives back exactly ``llm_config``'s configuration, unset fields
+    included (Dagster config holds them as empty strings)."""
+    settings = load_settings({"KB_HOME": "/nonexistent", **environ})
+    resource = LlmResource.from_settings(settings)
+    assert resource.config() == llm_config(settings)
+    assert resource.github_api_url == settings.github_api_url

@@ -6,12 +6,20 @@ never part of it; the SDKs read them from their own environment variables when t
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, get_args, get_type_hints
+
 import dagster as dg
 
 from kb_resources.llm.base import LlmConfig
 from kb_resources.llm.client import LlmClient
-from kb_resources.llm.factory import open_llm
+from kb_resources.llm.factory import llm_config, open_llm
 from kb_resources.settings import Settings
+
+_OPTIONAL = frozenset(
+    name for name, hint in get_type_hints(LlmConfig).items() if type(None) in get_args(hint)
+)
+"""``LlmConfig`` fields that may be unset (None); Dagster config holds them as empty strings."""
 
 
 class LlmResource(dg.ConfigurableResource["LlmResource"]):
@@ -29,31 +37,20 @@ class LlmResource(dg.ConfigurableResource["LlmResource"]):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LlmResource:
-        """The resource configured from knowbase's settings."""
-        return cls(
-            provider=settings.llm_provider,
-            model=settings.llm_model or "",
-            max_tokens=settings.llm_max_tokens,
-            concurrency=settings.llm_concurrency,
-            max_retries=settings.llm_max_retries,
-            timeout_s=settings.llm_timeout_s,
-            price=settings.llm_price or "",
-            stub=settings.llm_stub,
-            github_api_url=settings.github_api_url,
-        )
+        """The resource configured from knowbase's settings (through ``llm_config``, the one
+        mapping of settings to a model configuration)."""
+        config = llm_config(settings)
+        values: dict[str, Any] = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+        for name in _OPTIONAL:
+            values[name] = values[name] or ""
+        return cls(**values, github_api_url=settings.github_api_url)
 
     def config(self) -> LlmConfig:
-        """This resource as the plain model configuration."""
-        return LlmConfig(
-            provider=self.provider,
-            model=self.model or None,
-            max_tokens=self.max_tokens,
-            concurrency=self.concurrency,
-            max_retries=self.max_retries,
-            timeout_s=self.timeout_s,
-            price=self.price or None,
-            stub=self.stub,
-        )
+        """This resource as the plain model configuration (an empty optional field is unset)."""
+        values: dict[str, Any] = {f.name: getattr(self, f.name) for f in dataclasses.fields(LlmConfig)}
+        for name in _OPTIONAL:
+            values[name] = values[name] or None
+        return LlmConfig(**values)
 
     def open(self) -> LlmClient:
         """A ready client (the provider's SDK is imported now; a missing SDK or key raises
