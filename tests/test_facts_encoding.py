@@ -53,10 +53,11 @@ def test_decodes_exactly_what_a_json_round_trip_gives() -> None:
         decoded = decode_facts(encode_facts(facts))
         assert decoded == json.loads(text)
         assert json.dumps(decoded, separators=(",", ":"), ensure_ascii=False) == text
-    odd = {"b": [("x", 1), {"z": "a.b", "a": [None, True, 1.5]}], "a": {3: "q"}}
+    odd = {"b": [("x", 1), {"z": "a.b", "a": [None, True, 1.5, 2**70]}], "a": {3: "q"}, "é": ["中", [[""]]]}
     assert decode_facts(encode_facts(odd)) == {
         "a": {"3": "q"},
-        "b": [["x", 1], {"a": [None, True, 1.5], "z": "a.b"}],
+        "b": [["x", 1], {"a": [None, True, 1.5, 2**70], "z": "a.b"}],
+        "é": ["中", [[""]]],
     }
 
 
