@@ -42,7 +42,8 @@ def bound_shas(name: str, shas: Collection[str]) -> sa.Cast[Any]:
 FEW_PLACED = 2_000
 """Up to this many artifacts, each grounding edge is placed at the commit by its own index probes;
 above it, by one hash join with the commit's whole occurrence set. On Django (58k occurrences):
-30 artifacts 0.01 s by probes against 0.25 s by the join, 3,000 even, 30,000 1.5 s against 0.8 s."""
+30 artifacts 0.01 s by probes against 0.13-0.25 s by the join, 2,000 0.15 against 0.19 s, 30,000
+1.0-1.5 s against 0.8 s."""
 
 
 def _grounding_by_id(conn: sa.Connection, sha: str, ids: Collection[str]) -> dict[str, list[GroundingLine]]:
