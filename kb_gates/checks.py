@@ -9,6 +9,7 @@ import functools
 
 import dagster as dg
 
+from kb_assets.assets.evaluations import passed_on_newest
 from kb_assets.assets.metadata import indexed_base
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.registry import EXTRACTORS
@@ -102,12 +103,19 @@ def span_frame_valid(context: dg.AssetCheckExecutionContext, kb: KnowbaseResourc
     return _result(not errors, errors, checked=rows.height, since=base or "none")
 
 
+ZERO_ORPHANS = dg.AssetCheckKey(dg.AssetKey("knowledge_snapshot"), "zero_orphans")
+
+
 @dg.asset_check(asset="knowledge_snapshot", name="zero_orphans", partitions_def=commits)
 def zero_orphans(context: dg.AssetCheckExecutionContext, kb: KnowbaseResource) -> dg.AssetCheckResult:
     """No snapshot entry without grounding, no grounding row without an occurrence, no occurrence
-    without a span."""
-    found = gates.orphans(kb.engine(), context.partition_key)
-    return _result(not found, [f"{k}: {v}" for k, v in sorted(found.items())])
+    without a span; against the indexed base when this check passed there on its newest snapshot
+    (only what the base does not prove is read: ``kb_resources.store.snapshot_delta``)."""
+    base = gates.proven_base(kb.engine(), context.partition_key, indexed_base(context))
+    if base is not None and not passed_on_newest(context.instance, ZERO_ORPHANS, base):
+        base = None
+    found = gates.orphans(kb.engine(), context.partition_key, since=base)
+    return _result(not found, [f"{k}: {v}" for k, v in sorted(found.items())], since=base or "none")
 
 
 @dg.asset_check(asset="code_spans", name="blob_cache_reproduces", blocking=True, partitions_def=commits)

@@ -17,6 +17,7 @@ from kb_assets.core.extractors.imports import EXTRACTOR_ID as IMPORTS_ID
 from kb_assets.core.extractors.public_api import EXTRACTOR_ID as PUBLIC_API_ID
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
 from kb_assets.core.ids import artifact_id
+from kb_assets.core.llm.units import MODEL_PASS_IDS
 from kb_assets.core.models import JSON, Grounding
 from kb_assets.core.modules import ModuleMap, map_modules
 from kb_assets.core.program import Program
@@ -195,10 +196,14 @@ def artifact_frame(engine: Engine, sha: str, extractor_id: str, *, since: str | 
     )
 
 
-def orphans(engine: Engine, sha: str) -> dict[str, int]:
-    """Non-zero orphan counts of the published snapshot (empty when clean)."""
+def orphans(engine: Engine, sha: str, *, since: str | None = None) -> dict[str, int]:
+    """Non-zero orphan counts of the published snapshot (empty when clean); of the part ``since``
+    does not prove, when given (a proven base whose own counts were zero on its current snapshot)."""
     with engine.connect() as conn:
-        return {k: v for k, v in reads.orphans(conn, sha).items() if v}
+        found = reads.orphans(
+            conn, sha, since=since, parser_version=parser_version(), model_passes=MODEL_PASS_IDS
+        )
+    return {k: v for k, v in found.items() if v}
 
 
 def _oracle_inputs(

@@ -27,6 +27,7 @@ CHECKS_WITH_A_BASE = (
     "ids_reproducible",
     "artifact_frame_valid",
     "span_frame_valid",
+    "zero_orphans",
 )
 
 
@@ -66,8 +67,8 @@ def test_checks_read_a_large_staged_set_against_the_indexed_base(
     kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With every non-empty staged set counted as large, a full index checks whole sets, the next
-    commit's checks (and its span frame check, whatever the size) name its base as what they were
-    read against, and both commits publish."""
+    commit's checks (and its span frame and zero-orphans checks, whatever the size) name its base
+    as what they were read against, and both commits publish."""
     monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
     monkeypatch.setattr(staged_delta, "GROUNDED_DELTA_MAX_CHANGED", 1.0)  # a fixture's change is large
     kb_env.extra["KB_VERIFY_MAX_FILES"] = "0"  # ids_reproducible takes the stored sample
@@ -82,6 +83,7 @@ def test_checks_read_a_large_staged_set_against_the_indexed_base(
     assert second["import_edges.artifact_frame_valid"] == shas[0]
     assert second["import_edges.ids_reproducible"] == shas[0]
     assert second["code_spans.span_frame_valid"] == shas[0]
+    assert second["knowledge_snapshot.zero_orphans"] == shas[0]  # the base's own count passed
 
 
 def test_a_new_ungrounded_artifact_is_caught_against_the_base(

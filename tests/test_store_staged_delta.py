@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from kb_assets.core.llm.units import MODEL_PASS_IDS
 from kb_assets.core.models import Artifact, Grounding, Span
 from kb_resources.store import commit_reads, reads, staged_delta, writes
 from kb_resources.store.engine import Store
@@ -126,3 +127,32 @@ def test_the_grounded_check_reads_against_the_base_only_after_a_small_change(
         monkeypatch.setattr(staged_delta, "GROUNDED_DELTA_MAX_CHANGED", 0.5)
         assert reads.grounded_base(conn, HEAD, "test", BASE, PARSER_VERSION) == BASE
         assert reads.grounded_base(conn, HEAD, "test", None, PARSER_VERSION) is None
+
+
+def test_orphans_since_a_base_count_what_the_base_does_not_prove(store: Store) -> None:
+    """Against a base whose own orphan counts were zero, the published snapshot's new entries, its
+    shared entries touched by the change and every model pass's entry are counted; a shared entry
+    grounded on unchanged files is the base's (TRUSTED: counted only by the whole read)."""
+    model_pass = sorted(MODEL_PASS_IDS)[0]
+    note = grounded("describe:m", [Grounding(ALPHA.span_id, "gone.py", "target")], kind="description")
+    with store.engine.begin() as conn:
+        _index(conn, {"m.py": [ALPHA], "n.py": [BETA], "p.py": [DELTA]})
+        writes.insert_artifacts(conn, [note])
+        writes.replace_staged(conn, BASE, model_pass, [note.artifact_id])
+        writes.publish_entries(conn, BASE, model_pass)  # added to the base after its checks ran
+        writes.replace_staged(conn, HEAD, model_pass, [note.artifact_id])
+        writes.publish_snapshot(
+            conn, HEAD, mode="incremental", base_sha=BASE, stats={}, parser_version=PARSER_VERSION
+        )
+        since = reads.orphans(
+            conn, HEAD, since=BASE, parser_version=PARSER_VERSION, model_passes=MODEL_PASS_IDS
+        )
+        whole = reads.orphans(conn, HEAD)
+    # MOVED and MIXED lost GAMMA in p.py, NEW_BAD names other.py, the note names gone.py
+    assert since == {
+        "entries_without_grounding": 0,
+        "grounding_without_occurrence": 4,
+        "occurrences_without_span": 0,
+    }
+    # ... and TRUSTED's row names BETA in m.py, which never held it
+    assert whole == {**since, "grounding_without_occurrence": 5}

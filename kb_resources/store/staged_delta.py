@@ -19,8 +19,7 @@ import sqlalchemy as sa
 
 from kb_resources.store.schema import commit_file, commit_ref, snapshot_entry, staged_entry
 
-UNGROUNDED_SINCE = sa.text(
-    """
+TOUCHED_CTES = """
     WITH changed AS MATERIALIZED (
       SELECT o.path, o.blob_id FROM commit_file o
        WHERE o.sha = :base
@@ -29,7 +28,15 @@ UNGROUNDED_SINCE = sa.text(
     touched AS MATERIALIZED (
       SELECT DISTINCT d.artifact_id FROM changed c
         JOIN blob_span b ON b.blob_id = c.blob_id AND b.parser_version = :parser_version
-        JOIN artifact_derived_from d ON d.span_id = b.span_id AND d.path = c.path),
+        JOIN artifact_derived_from d ON d.span_id = b.span_id AND d.path = c.path),"""
+"""The common start of the reads against a base (``:sha``, ``:base``, ``:parser_version``):
+``changed``, the base's paths whose blob differs at the commit (or that are gone), and
+``touched``, every artifact with a grounding row that named an occurrence on one of them at the
+base. Statements are composed from module constants only, never from values."""
+
+_UNGROUNDED_SINCE = (
+    TOUCHED_CTES
+    + """
     unproven AS MATERIALIZED (
       (SELECT artifact_id FROM staged_entry WHERE sha = :sha AND extractor_id = :extractor_id
        EXCEPT
@@ -47,6 +54,7 @@ UNGROUNDED_SINCE = sa.text(
     ORDER BY 1
     """
 )
+UNGROUNDED_SINCE = sa.text(_UNGROUNDED_SINCE)
 """``UNGROUNDED_FEW`` over the unproven subset. ``changed``: the base's paths whose blob differs at
 the commit (or that are gone); ``touched``: every artifact with a grounding row that named an
 occurrence on one of them at the base, probed through the grounding rows' ``span_id`` index, so

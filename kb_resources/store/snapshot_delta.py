@@ -1,0 +1,61 @@
+"""A published snapshot's orphan counts read against its base: only what the base did not prove.
+
+``zero_orphans`` counts snapshot entries without grounding, grounding rows whose occurrence is
+missing at the commit, and occurrences whose span is missing. When the base's own count was zero
+on its current snapshot, an entry the two snapshots share needs no new count unless one of its
+grounding rows is on a path whose blob changed (or is gone): its rows never change once written,
+and a row on an unchanged path names the same occurrence at both commits (same blob, same parser
+version). Occurrences on unchanged paths are the base's, and a span referenced by a blob's spans
+cannot be deleted. So the unproven part is: entries new to the base, shared entries touched by the
+change (found through the changed files' spans, as ``staged_delta`` does), every entry of a model
+pass (those are added to a snapshot after its checks ran; a pass stages and publishes its entries
+in one transaction, so they are its staged entries), and the occurrences on changed paths.
+The caller vouches for the base (``kb_gates.checks``: its ``zero_orphans`` passed on its newest
+snapshot, and ``staged_delta.proven_base``). Exposed through ``snapshot_reads.orphans``.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from kb_resources.store.staged_delta import TOUCHED_CTES
+
+_ORPHANS_SINCE = (
+    TOUCHED_CTES
+    + """
+    unproven AS MATERIALIZED (
+      (SELECT artifact_id FROM snapshot_entry WHERE sha = :sha
+       EXCEPT
+       SELECT artifact_id FROM snapshot_entry WHERE sha = :base)
+      UNION
+      (SELECT artifact_id FROM snapshot_entry WHERE sha = :sha
+       INTERSECT
+       SELECT artifact_id FROM touched)
+      UNION
+      (SELECT s.artifact_id FROM staged_entry s
+        WHERE s.sha = :sha AND s.extractor_id = ANY(:model_passes)
+          AND EXISTS (SELECT 1 FROM snapshot_entry p WHERE p.sha = :sha AND p.artifact_id = s.artifact_id)))
+    SELECT
+      (SELECT count(*) FROM unproven u
+        WHERE NOT EXISTS (SELECT 1 FROM artifact_derived_from d WHERE d.artifact_id = u.artifact_id))
+        AS entries_without_grounding,
+      (SELECT count(*) FROM unproven u
+         JOIN artifact_derived_from d ON d.artifact_id = u.artifact_id
+        WHERE NOT EXISTS (SELECT 1 FROM commit_file f
+                            JOIN blob_span b ON b.blob_id = f.blob_id AND b.parser_version = :parser_version
+                                            AND b.span_id = d.span_id
+                           WHERE f.sha = :sha AND f.path = d.path))
+        AS grounding_without_occurrence,
+      (SELECT count(*) FROM commit_file f
+         JOIN blob_span b ON b.blob_id = f.blob_id AND b.parser_version = :parser_version
+        WHERE f.sha = :sha
+          AND NOT EXISTS (SELECT 1 FROM commit_file o
+                           WHERE o.sha = :base AND o.path = f.path AND o.blob_id = f.blob_id)
+          AND NOT EXISTS (SELECT 1 FROM code_span c WHERE c.span_id = b.span_id))
+        AS occurrences_without_span
+    """
+)
+ORPHANS_SINCE = sa.text(_ORPHANS_SINCE)
+"""``snapshot_reads.ORPHAN_QUERY``'s three counts over the unproven part (module docstring). The
+set operations hash or sort both sides; the per-row probes run over the unproven entries and the
+changed files' spans only, few after a small change."""
