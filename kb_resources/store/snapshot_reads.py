@@ -241,6 +241,8 @@ def orphans(
     (``snapshot_delta``; ``model_passes``: the extractor ids whose entries are always counted).
     """
     if since is not None:
+        if not parser_version:
+            raise ValueError("orphans since a base needs the parser version that locates both snapshots")
         params = {
             "sha": sha,
             "base": since,
