@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,15 @@ class PgTestServer:
     def drop_database(self, name: str) -> None:
         """Drop a database made by ``create_database`` (closing whatever still uses it)."""
         databases.drop_database(self.admin_url, name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give SIGINT its default action back when this run inherited it ignored (a non-interactive
+    shell starts a background job so): the ``kb`` processes the tests spawn would inherit the
+    ignore, and the tests that stop ``kb watch`` with SIGINT would wait for it forever. A handled
+    signal is reset to its default in an exec'd child, so theirs is Python's usual handler."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
