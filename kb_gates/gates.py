@@ -200,9 +200,12 @@ def orphans(engine: Engine, sha: str, *, since: str | None = None) -> dict[str, 
     """Non-zero orphan counts of the published snapshot (empty when clean); of the part ``since``
     does not prove, when given (a proven base whose own counts were zero on its current snapshot)."""
     with engine.connect() as conn:
-        found = reads.orphans(
-            conn, sha, since=since, parser_version=parser_version(), model_passes=MODEL_PASS_IDS
-        )
+        if since is None:
+            found = reads.orphans(conn, sha)
+        else:
+            found = reads.orphans_since(
+                conn, sha, base=since, parser_version=parser_version(), model_passes=MODEL_PASS_IDS
+            )
     return {k: v for k, v in found.items() if v}
 
 

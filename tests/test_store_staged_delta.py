@@ -144,8 +144,8 @@ def test_orphans_since_a_base_count_what_the_base_does_not_prove(store: Store) -
         writes.publish_snapshot(
             conn, HEAD, mode="incremental", base_sha=BASE, stats={}, parser_version=PARSER_VERSION
         )
-        since = reads.orphans(
-            conn, HEAD, since=BASE, parser_version=PARSER_VERSION, model_passes=MODEL_PASS_IDS
+        since = reads.orphans_since(
+            conn, HEAD, base=BASE, parser_version=PARSER_VERSION, model_passes=MODEL_PASS_IDS
         )
         whole = reads.orphans(conn, HEAD)
     # MOVED and MIXED lost GAMMA in p.py, NEW_BAD names other.py, the note names gone.py

@@ -59,6 +59,7 @@ from kb_resources.store.serving_reads import (
     records_by_id,
     snapshots_holding,
 )
+from kb_resources.store.snapshot_delta import orphans_since
 from kb_resources.store.snapshot_load import LoadedSnapshot, SpanName, load_snapshot
 from kb_resources.store.snapshot_reads import (
     ArtifactRecord,
@@ -101,6 +102,7 @@ __all__ = [
     "occurrence_count",
     "occurrence_digest",
     "orphans",
+    "orphans_since",
     "parsed_blob_ids",
     "present_in",
     "prior_payloads",

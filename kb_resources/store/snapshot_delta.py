@@ -11,10 +11,12 @@ change (found through the changed files' spans, as ``staged_delta`` does), every
 pass (those are added to a snapshot after its checks ran; a pass stages and publishes its entries
 in one transaction, so they are its staged entries), and the occurrences on changed paths.
 The caller vouches for the base (``kb_gates.checks``: its ``zero_orphans`` passed on its newest
-snapshot, and ``staged_delta.proven_base``). Exposed through ``snapshot_reads.orphans``.
+snapshot, and ``staged_delta.proven_base``). Exposed through ``kb_resources.store.reads``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 import sqlalchemy as sa
 
@@ -59,3 +61,19 @@ ORPHANS_SINCE = sa.text(_ORPHANS_SINCE)
 """``snapshot_reads.ORPHAN_QUERY``'s three counts over the unproven part (module docstring). The
 set operations hash or sort both sides; the per-row probes run over the unproven entries and the
 changed files' spans only, few after a small change."""
+
+
+def orphans_since(
+    conn: sa.Connection, sha: str, *, base: str, parser_version: str, model_passes: Collection[str]
+) -> dict[str, int]:
+    """``snapshot_reads.orphans``' counts over what ``base`` does not prove (module docstring):
+    ``parser_version`` locates both snapshots, ``model_passes`` are the extractor ids whose entries
+    are always counted."""
+    params = {
+        "sha": sha,
+        "base": base,
+        "parser_version": parser_version,
+        "model_passes": sorted(model_passes),
+    }
+    row = conn.execute(ORPHANS_SINCE, params).one()
+    return {key: int(value) for key, value in row._mapping.items()}

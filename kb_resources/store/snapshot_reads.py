@@ -8,7 +8,7 @@ size, grouped in Python. Exposed through ``kb_resources.store.reads``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -23,7 +23,6 @@ from kb_resources.store.schema import (
     snapshot_entry,
     span_occurrence,
 )
-from kb_resources.store.snapshot_delta import ORPHANS_SINCE
 
 _KINDS = ARRAY(sa.Text())
 
@@ -223,34 +222,14 @@ def snapshot_moves(conn: sa.Connection, base: str, sha: str) -> SnapshotMoves:
     return SnapshotMoves(compared, dict(sorted(bumped.items())), sorted(moved))
 
 
-def orphans(
-    conn: sa.Connection,
-    sha: str,
-    *,
-    since: str | None = None,
-    parser_version: str = "",
-    model_passes: Collection[str] = (),
-) -> dict[str, int]:
+def orphans(conn: sa.Connection, sha: str) -> dict[str, int]:
     """Counts of broken links in the snapshot of ``sha``; all zero for a sound snapshot.
 
     ``entries_without_grounding``: snapshot entries whose artifact has no grounding row;
     ``grounding_without_occurrence``: grounding rows of snapshot artifacts whose (path, span_id)
     does not occur at ``sha``; ``occurrences_without_span``: occurrences at ``sha`` whose span is
-    missing from ``code_span``. With ``since`` (a base whose own counts were zero on its current
-    snapshot, located with ``parser_version``), only the part that base does not prove is counted
-    (``snapshot_delta``; ``model_passes``: the extractor ids whose entries are always counted).
+    missing from ``code_span``. ``snapshot_delta.orphans_since`` counts against a proven base.
     """
-    if since is not None:
-        if not parser_version:
-            raise ValueError("orphans since a base needs the parser version that locates both snapshots")
-        params = {
-            "sha": sha,
-            "base": since,
-            "parser_version": parser_version,
-            "model_passes": sorted(model_passes),
-        }
-        row = conn.execute(ORPHANS_SINCE, params).one()
-    else:
-        with whole_snapshot_plan(conn):
-            row = conn.execute(ORPHAN_QUERY, {"sha": sha}).one()
+    with whole_snapshot_plan(conn):
+        row = conn.execute(ORPHAN_QUERY, {"sha": sha}).one()
     return {key: int(value) for key, value in row._mapping.items()}
