@@ -50,13 +50,14 @@ def _grounding_by_id(conn: sa.Connection, sha: str, ids: Collection[str]) -> dic
     """The grounding edges of ``ids`` with their occurrence lines at ``sha`` (None when missing)."""
     d, o = artifact_derived_from, span_occurrence
     at_commit = sa.and_(o.c.sha == sha, o.c.path == d.c.path, o.c.span_id == d.c.span_id)
-    found: sa.FromClause = o
-    joined = d.outerjoin(o, at_commit)
+    found: sa.FromClause
     if len(ids) <= FEW_PLACED:
-        # LATERAL and fenced by OFFSET so the planner cannot flatten it into the join above, which
+        # LATERAL and fenced by OFFSET so the planner cannot flatten it into the plain join, which
         # builds the commit's whole occurrence set to hash it even for one artifact.
         found = sa.select(o.c.start_line, o.c.end_line).where(at_commit).offset(0).lateral("placed")
         joined = d.outerjoin(found, sa.true())
+    else:
+        found, joined = o, d.outerjoin(o, at_commit)
     query = (
         sa.select(d.c.artifact_id, d.c.span_id, d.c.path, d.c.role, found.c.start_line, found.c.end_line)
         .select_from(joined)

@@ -32,7 +32,8 @@ TOUCHED_CTES = """
 """The common start of the reads against a base (``:sha``, ``:base``, ``:parser_version``):
 ``changed``, the base's paths whose blob differs at the commit (or that are gone), and
 ``touched``, every artifact with a grounding row that named an occurrence on one of them at the
-base. Statements are composed from module constants only, never from values."""
+base, probed through the grounding rows' ``span_id`` index, so the cost follows the changed files'
+spans, not the snapshot. Statements are composed from module constants only, never from values."""
 
 _UNGROUNDED_SINCE = (
     TOUCHED_CTES
@@ -55,11 +56,9 @@ _UNGROUNDED_SINCE = (
     """
 )
 UNGROUNDED_SINCE = sa.text(_UNGROUNDED_SINCE)
-"""``UNGROUNDED_FEW`` over the unproven subset. ``changed``: the base's paths whose blob differs at
-the commit (or that are gone); ``touched``: every artifact with a grounding row that named an
-occurrence on one of them at the base, probed through the grounding rows' ``span_id`` index, so
-the cost follows the changed files' spans, not the snapshot. The set operations hash or sort both
-sides, never probe per row; the final probes are per unproven artifact, few after a small change."""
+"""``UNGROUNDED_FEW`` over the unproven subset (``TOUCHED_CTES`` finds the touched artifacts). The
+set operations hash or sort both sides, never probe per row; the final probes are per unproven
+artifact, few after a small change."""
 
 
 def proven_base(conn: sa.Connection, sha: str, base: str | None, parser_version: str) -> str | None:
