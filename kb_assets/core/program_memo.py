@@ -6,7 +6,11 @@ extractor of a run asks for them again. They are remembered per program *object*
 cannot be another object at a reused address), for the programs of one commit only: the run's own
 program and the copy its reproducibility checks resolve again (``kb_gates.gates``), which a run
 asks for in turn. A program of another commit drops them, so a long-running process
-(``kb watch``) never keeps a past commit's.
+(``kb watch``) never keeps a past commit's: they are dropped before the new program's value is
+computed, so the two never coexist, and a value that holds reference cycles is closed as it is
+dropped (``drop``), so reference counting frees it at once: knowbase's processes run the cyclic
+garbage collector's full collections rarely (``collector``), and until one ran every past commit's
+call graph and symbol table stayed in memory (``kb watch`` grew ~60 MiB per commit on Django).
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ PROGRAMS_KEPT = 2
 class PerProgram(Generic[T]):
     """``compute(program)``, remembered for the last ``PROGRAMS_KEPT`` programs of one commit."""
 
-    def __init__(self, compute: Callable[[Program], T]) -> None:
+    def __init__(self, compute: Callable[[Program], T], drop: Callable[[T], None] | None = None) -> None:
         self._compute = compute
+        self._drop = drop
+        """Called on each value as it is forgotten (to break its reference cycles)."""
         self._entries: list[tuple[Program, T]] = []
 
     def __call__(self, program: Program) -> T:
@@ -34,7 +40,16 @@ class PerProgram(Generic[T]):
         for known, value in self._entries:
             if known is program:
                 return value
+        self._keep([entry for entry in self._entries if entry[0].sha == program.sha])
         value = self._compute(program)
-        same_commit = [entry for entry in self._entries if entry[0].sha == program.sha]
-        self._entries = [*same_commit[-(PROGRAMS_KEPT - 1) :], (program, value)]
+        self._keep([*self._entries[-(PROGRAMS_KEPT - 1) :], (program, value)])
         return value
+
+    def _keep(self, entries: list[tuple[Program, T]]) -> None:
+        """Remember only ``entries``; drop the others."""
+        kept = {id(value) for _, value in entries}
+        dropped = [value for _, value in self._entries if id(value) not in kept]
+        self._entries = entries
+        if self._drop is not None:
+            for value in dropped:
+                self._drop(value)

@@ -68,6 +68,13 @@ class Evaluator:
         self.scopes.release()
         self.hierarchy.release()
 
+    def close(self) -> None:
+        """Break the reference cycles through this evaluator (its members and its hierarchy point
+        back at it), so that whoever drops it frees it by reference counting; it is unusable after."""
+        self.release()
+        self.members.close()
+        self.hierarchy.close()
+
     def expr(self, ref: ScopeRef, expr: str) -> Resolved | None:
         """What the expression string ``expr`` is, evaluated in scope ``ref``.
 

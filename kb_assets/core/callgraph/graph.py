@@ -145,6 +145,10 @@ class CallGraph:
         if main:
             edge.main = True
 
+    def close(self) -> None:
+        """Free the evaluator's reference cycles once the graph is no longer used (``PerProgram``)."""
+        self.evaluator.close()
+
     def callees(self, caller: str) -> list[Edge]:
         """Outgoing edges of a node, in callee order (indexed on first use)."""
         if self._out is None:
@@ -159,7 +163,7 @@ def call_graph(program: Program) -> CallGraph:
     return _graphs(program)
 
 
-_graphs: PerProgram[CallGraph] = PerProgram(lambda program: build(program))  # noqa: PLW0108 - late-bound
+_graphs: PerProgram[CallGraph] = PerProgram(lambda program: build(program), CallGraph.close)  # noqa: PLW0108 - late-bound
 
 
 def build(program: Program) -> CallGraph:

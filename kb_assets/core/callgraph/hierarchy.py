@@ -68,6 +68,10 @@ class Hierarchy:
         self._found: dict[tuple[Def, str, Def | None, bool], Member | None] = {}
         self._attrs: dict[Def, dict[str, list[tuple[ScopeRef, str | None]]]] = {}
 
+    def close(self) -> None:
+        """Let go of the evaluator's ``expr`` (``Evaluator.close``)."""
+        del self.evaluate
+
     def release(self) -> None:
         """Drop the instance-attribute tables: a function of the call facts alone, rebuilt on demand
         (the other memos stay: their answers may depend on what was being evaluated at the time)."""

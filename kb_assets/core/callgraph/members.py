@@ -74,6 +74,10 @@ class Members:
         self._imported: dict[tuple[str, str], Resolved | None] = {}
         self._lookups: dict[tuple[object, ...], Resolved | None] = {}
 
+    def close(self) -> None:
+        """Let go of the evaluator (``Evaluator.close``)."""
+        del self.ev
+
     # -- values of definitions, modules and symbols ----------------------------------------------
     def definition(self, ref: ScopeRef, form: str) -> Resolved:
         """A nested or top-level definition as a value."""

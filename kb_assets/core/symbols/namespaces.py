@@ -55,6 +55,10 @@ class Namespaces:
         self._all: dict[str, DeclaredAll | None] = {}
         self._all_pending: set[str] = set()
 
+    def close(self) -> None:
+        """Let go of the symbol table (``SymbolTable.close``)."""
+        del self.table
+
     def get(self, module: str) -> Mapping[str, Entry]:
         """The namespace of ``module`` (empty for modules without facts)."""
         done = self._done.get(module)
