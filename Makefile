@@ -37,6 +37,7 @@ lint: install
 
 typecheck: install
 	$(BIN)/mypy
+	$(BIN)/mypy bench
 
 contracts: install
 	$(BIN)/lint-imports

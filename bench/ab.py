@@ -129,7 +129,9 @@ def default_questions(records: Sequence[ArtifactRecord], limit: int) -> list[Que
                 f"What is {record.payload.get('name')} and what fields does it have?", record.logical_key
             )
         )
-    modules = sorted({r.payload.get("importer") for r in records if r.kind == "import_edge"} - {None})
+    modules = sorted(
+        {str(r.payload["importer"]) for r in records if r.kind == "import_edge" and r.payload.get("importer")}
+    )
     found += [Question(f"What is the module {m} responsible for?", f"module:{m}") for m in modules]
     return found[:limit]
 

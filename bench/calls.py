@@ -71,7 +71,7 @@ def main() -> None:
         profiler.dump_stats(str(args.profile))
     cpu = time.process_time() - t
     graph = call_graph(program)
-    forms = collections.Counter(f for d in extraction.drafts for f in d.payload["forms"])  # type: ignore[union-attr]
+    forms = collections.Counter(f for d in extraction.drafts for f in d.payload["forms"])
     print(f"call_edges resolve: {cpu:.2f} s CPU, {len(extraction.drafts)} edges, {len(extraction.gaps)} gaps")
     print(f"  stats {dict(graph.stats)}")
     print(f"  forms {dict(sorted(forms.items()))}")

@@ -90,11 +90,11 @@ def main() -> None:
             extractor.collect(source)
 
     def fresh_table() -> None:
-        symbols_table._last = None  # drop the one-entry memo
+        symbols_table._tables.forget()  # drop the memoized table
         symbols_table.symbol_table(program)
 
     def resolve_cold() -> None:
-        symbols_table._last = None
+        symbols_table._tables.forget()
         extractor.resolve(program)
 
     collect_s = cpu(collect_all, args.repeat)

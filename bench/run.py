@@ -172,9 +172,20 @@ def _idle(pid: int, *, settle: float = 2.0, timeout: float = 300.0) -> None:
         time.sleep(settle)
 
 
-def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> float | None:
+@dataclass(frozen=True)
+class WatchFigures:
+    """A warm ``kb watch``: seconds from its second commit to the published snapshot, and its RSS
+    once each commit is published (a long-running process must not grow commit after commit)."""
+
+    seconds: float
+    rss_mib: tuple[float, float]
+
+
+def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> WatchFigures | None:
     """Seconds from a one-file commit to its published snapshot under an already running ``kb watch``
-    that has indexed one commit since it started (commits ``n`` and ``n + 1``)."""
+    that has indexed one commit since it started (commits ``n`` and ``n + 1``), and its memory."""
+    import psutil
+
     lines: queue.Queue[str] = queue.Queue()
     watch = subprocess.Popen(
         kb("watch", str(repo), "--interval", "0.2"),
@@ -206,13 +217,21 @@ def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> float | None:
                 return time.monotonic() - start
         return None
 
+    def rss() -> float:
+        return float(psutil.Process(watch.pid).memory_info().rss) / 2**20
+
     try:
         _idle(watch.pid)
         # the first commit a fresh process indexes loads the whole program; the next ones are warm
         if published(one_file_commit(repo, n)) is None:
             return None
         _idle(watch.pid)
-        return published(one_file_commit(repo, n + 1))
+        first = rss()
+        seconds = published(one_file_commit(repo, n + 1))
+        if seconds is None:
+            return None
+        _idle(watch.pid)
+        return WatchFigures(seconds, (first, rss()))
     finally:
         watch.terminate()
         try:
@@ -262,7 +281,12 @@ def main() -> int:
         steps(repo, env)
         if not args.skip_watch:
             warm = warm_watch_latency(repo, env, 2)  # commits 2 and 3
-            shown = "did not publish" if warm is None else f"{warm:8.2f} s commit -> published"
+            shown = (
+                "did not publish"
+                if warm is None
+                else f"{warm.seconds:8.2f} s commit -> published"
+                f" (watch RSS after each commit: {warm.rss_mib[0]:.0f}, {warm.rss_mib[1]:.0f} MiB)"
+            )
             print(f"{'one-file commit, warm kb watch':<34} {shown}")
         export = measure(kb("export", str(repo)), env, stdout_path=work / "export.jsonl")
         records = sum(1 for _ in (work / "export.jsonl").open())

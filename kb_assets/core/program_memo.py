@@ -45,6 +45,10 @@ class PerProgram(Generic[T]):
         self._keep([*self._entries[-(PROGRAMS_KEPT - 1) :], (program, value)])
         return value
 
+    def forget(self) -> None:
+        """Drop every remembered value (benchmarks use it to time a cold computation)."""
+        self._keep([])
+
     def _keep(self, entries: list[tuple[Program, T]]) -> None:
         """Remember only ``entries``; drop the others."""
         kept = {id(value) for _, value in entries}
