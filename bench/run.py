@@ -174,16 +174,22 @@ def _idle(pid: int, *, settle: float = 2.0, timeout: float = 300.0) -> None:
 
 @dataclass(frozen=True)
 class WatchFigures:
-    """A warm ``kb watch``: seconds from its second commit to the published snapshot, and its RSS
-    once each commit is published (a long-running process must not grow commit after commit)."""
+    """A warm ``kb watch``: seconds from each commit after its first to the published snapshot, and
+    its RSS once each commit is published (a long-running process must not grow commit after
+    commit)."""
 
-    seconds: float
-    rss_mib: tuple[float, float]
+    seconds: tuple[float, ...]
+    rss_mib: tuple[float, ...]
+
+
+WATCHED_COMMITS = 3
+"""Commits the warm-watch figure makes: the first loads the whole program, the others are warm."""
 
 
 def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> WatchFigures | None:
-    """Seconds from a one-file commit to its published snapshot under an already running ``kb watch``
-    that has indexed one commit since it started (commits ``n`` and ``n + 1``), and its memory."""
+    """Seconds from one-file commits to their published snapshots under an already running
+    ``kb watch`` (commits ``n`` to ``n + WATCHED_COMMITS - 1``; the first is not timed: it loads the
+    whole program), and the watch's memory after each."""
     import psutil
 
     lines: queue.Queue[str] = queue.Queue()
@@ -222,16 +228,17 @@ def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> WatchFigures 
 
     try:
         _idle(watch.pid)
-        # the first commit a fresh process indexes loads the whole program; the next ones are warm
-        if published(one_file_commit(repo, n)) is None:
-            return None
-        _idle(watch.pid)
-        first = rss()
-        seconds = published(one_file_commit(repo, n + 1))
-        if seconds is None:
-            return None
-        _idle(watch.pid)
-        return WatchFigures(seconds, (first, rss()))
+        seconds: list[float] = []
+        memory: list[float] = []
+        for i in range(WATCHED_COMMITS):
+            took = published(one_file_commit(repo, n + i))
+            if took is None:
+                return None
+            if i > 0:  # the first commit a fresh process indexes loads the whole program
+                seconds.append(took)
+            _idle(watch.pid)
+            memory.append(rss())
+        return WatchFigures(tuple(seconds), tuple(memory))
     finally:
         watch.terminate()
         try:
@@ -280,12 +287,14 @@ def main() -> int:
         )
         steps(repo, env)
         if not args.skip_watch:
-            warm = warm_watch_latency(repo, env, 2)  # commits 2 and 3
+            warm = warm_watch_latency(repo, env, 2)  # commits 2, 3 and 4
             shown = (
                 "did not publish"
                 if warm is None
-                else f"{warm.seconds:8.2f} s commit -> published"
-                f" (watch RSS after each commit: {warm.rss_mib[0]:.0f}, {warm.rss_mib[1]:.0f} MiB)"
+                else ", ".join(f"{s:.2f}" for s in warm.seconds)
+                + " s commit -> published (watch RSS after each of its commits: "
+                + ", ".join(f"{m:.0f}" for m in warm.rss_mib)
+                + " MiB)"
             )
             print(f"{'one-file commit, warm kb watch':<34} {shown}")
         export = measure(kb("export", str(repo)), env, stdout_path=work / "export.jsonl")
