@@ -10,7 +10,9 @@ asks for in turn. A program of another commit drops them, so a long-running proc
 computed, so the two never coexist, and a value that holds reference cycles is closed as it is
 dropped (``drop``), so reference counting frees it at once: knowbase's processes run the cyclic
 garbage collector's full collections rarely (``collector``), and until one ran every past commit's
-call graph and symbol table stayed in memory (``kb watch`` grew ~60 MiB per commit on Django).
+call graph stayed in memory (``kb watch`` grew ~60 MiB per commit on Django). Only a past
+commit's values are closed: a third program of one commit (tests make many programs of one sha)
+only forgets the oldest one's, which whoever still holds them can go on using.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class PerProgram(Generic[T]):
     def __init__(self, compute: Callable[[Program], T], drop: Callable[[T], None] | None = None) -> None:
         self._compute = compute
         self._drop = drop
-        """Called on each value as it is forgotten (to break its reference cycles)."""
+        """Called on each value of a past commit as it is dropped (to break its reference cycles)."""
         self._entries: list[tuple[Program, T]] = []
 
     def __call__(self, program: Program) -> T:
@@ -40,20 +42,19 @@ class PerProgram(Generic[T]):
         for known, value in self._entries:
             if known is program:
                 return value
-        self._keep([entry for entry in self._entries if entry[0].sha == program.sha])
+        self._drop_except(program.sha)
         value = self._compute(program)
-        self._keep([*self._entries[-(PROGRAMS_KEPT - 1) :], (program, value)])
+        self._entries = [*self._entries[-(PROGRAMS_KEPT - 1) :], (program, value)]
         return value
 
     def forget(self) -> None:
         """Drop every remembered value (benchmarks use it to time a cold computation)."""
-        self._keep([])
+        self._drop_except(None)
 
-    def _keep(self, entries: list[tuple[Program, T]]) -> None:
-        """Remember only ``entries``; drop the others."""
-        kept = {id(value) for _, value in entries}
-        dropped = [value for _, value in self._entries if id(value) not in kept]
-        self._entries = entries
+    def _drop_except(self, sha: str | None) -> None:
+        """Drop (and close) the values of every commit but ``sha``."""
+        dropped = [value for known, value in self._entries if known.sha != sha]
+        self._entries = [entry for entry in self._entries if entry[0].sha == sha]
         if self._drop is not None:
             for value in dropped:
                 self._drop(value)

@@ -17,6 +17,7 @@ deterministic).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -47,7 +48,7 @@ class Namespaces:
     """Per-module namespaces and ``__all__`` values of one symbol table, memoized."""
 
     def __init__(self, table: SymbolTable) -> None:
-        self.table = table
+        self._table = weakref.ref(table)
         self.namespace_packages = _namespace_packages(table.program.module_map.paths)
         self._done: dict[str, dict[str, Entry]] = {}
         self._own: dict[str, dict[str, Binding]] = {}
@@ -55,9 +56,15 @@ class Namespaces:
         self._all: dict[str, DeclaredAll | None] = {}
         self._all_pending: set[str] = set()
 
-    def close(self) -> None:
-        """Let go of the symbol table (``SymbolTable.close``)."""
-        del self.table
+    @property
+    def table(self) -> SymbolTable:
+        """The table these namespaces belong to. Held weakly: the table holds its namespaces, and a
+        cycle would keep a past commit's table until a full collection of the cyclic garbage
+        collector, which knowbase's processes run rarely (``collector``)."""
+        table = self._table()
+        if table is None:
+            raise ReferenceError("the symbol table of these namespaces is gone")
+        return table
 
     def get(self, module: str) -> Mapping[str, Entry]:
         """The namespace of ``module`` (empty for modules without facts)."""

@@ -54,11 +54,6 @@ class SymbolTable:
             self.namespaces.get(module)
         self._memo = {}
 
-    def close(self) -> None:
-        """Break the cycle with its namespaces (which point back at it) once it is no longer used
-        (``PerProgram``), so that dropping it frees it by reference counting."""
-        self.namespaces.close()
-
     def lookup(self, module: str, name: str) -> Symbol | None:
         """What ``name`` means at the top level of ``module`` (None: unbound or unresolvable)."""
         if self._memo is None:
@@ -231,4 +226,4 @@ class SymbolTable:
         return b.kind == "import" and b.module == own
 
 
-_tables: PerProgram[SymbolTable] = PerProgram(SymbolTable, SymbolTable.close)
+_tables: PerProgram[SymbolTable] = PerProgram(SymbolTable)
