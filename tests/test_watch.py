@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store.engine import open_store
-from tests.faultfixtures import count, finish, spawn_kb, wait_until
+from tests.faultfixtures import count, finish, kill_group, spawn_kb, wait_until
 from tests.gitfixtures import commit_tree, init_repo, run_git
 from tests.kbfixtures import KbEnv
 
@@ -86,4 +89,39 @@ def test_a_running_watch_indexes_a_commit_made_while_it_waits(kb_env: KbEnv, tmp
         code, _, err = finish(watch)
         engine.dispose()
     assert code == 0, err
+    assert "kb: watch stopped" in err
+
+
+def test_sigterm_stops_a_watch_that_has_indexed_even_when_it_started_with_sigint_ignored(
+    kb_env: KbEnv, tmp_path: Path
+) -> None:
+    """A service manager stops ``kb watch`` with SIGTERM. Started the way a script's background job
+    starts (SIGINT ignored), the watch used to ignore SIGTERM for good after its first index run:
+    Dagster's run maps SIGTERM to SIGINT's handler and leaves it so. It now stops as from Ctrl-C."""
+    repo = init_repo(tmp_path / "r")
+    first = _commit(repo, 1)
+    engine = open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()).engine
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "kb_assets.cli.main", "watch", str(repo), "--interval", "0.1"],
+        env={**os.environ, **kb_env.environ},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 - the point
+    )
+    try:
+        cursor = "SELECT count(*) FROM branch_ref WHERE name = 'main' AND sha = :sha"
+        wait_until(lambda: count(engine, cursor, sha=first) == 1, "the end of the first index run", watch)
+        watch.send_signal(signal.SIGTERM)
+        try:
+            _, err = watch.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            kill_group(watch)
+            raise AssertionError("kb watch ignored SIGTERM") from None
+    finally:
+        if watch.poll() is None:
+            kill_group(watch)
+        engine.dispose()
+    assert watch.returncode == 0, err
     assert "kb: watch stopped" in err

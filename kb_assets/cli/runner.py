@@ -7,9 +7,13 @@ through exactly the same assets and checks as a run launched from the UI or a se
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
+import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,14 +148,15 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
     set_reporter(progress)
     run_id = str(uuid.uuid4())
     try:
-        return defs.resolve_job_def(job).execute_in_process(
-            partition_key=sha,
-            instance=instance,
-            run_config=run_config,
-            raise_on_error=True,
-            tags=tags,
-            run_id=run_id,
-        )
+        with kept_interrupt_handlers():
+            return defs.resolve_job_def(job).execute_in_process(
+                partition_key=sha,
+                instance=instance,
+                run_config=run_config,
+                raise_on_error=True,
+                tags=tags,
+                run_id=run_id,
+            )
     except KbError:
         raise
     except Exception as err:
@@ -169,6 +174,26 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
         progress.close()
         set_reporter(None)
         root.removeFilter(_quiet_reconnects)
+
+
+@contextlib.contextmanager
+def kept_interrupt_handlers() -> Iterator[None]:
+    """Give SIGINT and SIGTERM their handlers back after a Dagster run.
+
+    A run leaves both set to what SIGINT did when it began. A process started with SIGINT ignored
+    (``kb watch &`` from a script, ``nohup``) then ignored SIGTERM too, for good: after its first
+    run a ``kb watch`` could only be killed. (Handlers can only be set from the main thread.)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 def failed_checks(instance: Any, run_id: str) -> list[str]:
@@ -221,13 +246,16 @@ def run_multiprocess(
     from kb_assets.definitions import multiprocess_index_job
 
     config = {**run_config, "execution": {"config": {"max_concurrent": processes}}}
-    with dg.execute_job(
-        dg.reconstructable(multiprocess_index_job),
-        instance=instance,
-        run_config=config,
-        tags={**tags, "dagster/partition": sha},
-        raise_on_error=False,
-    ) as result:
+    with (
+        kept_interrupt_handlers(),
+        dg.execute_job(
+            dg.reconstructable(multiprocess_index_job),
+            instance=instance,
+            run_config=config,
+            tags={**tags, "dagster/partition": sha},
+            raise_on_error=False,
+        ) as result,
+    ):
         if not result.success:
             failed = [e.message or "" for e in result.all_events if e.is_failure]
             raise RuntimeError("; ".join(failed[:3]) or "the multiprocess index run failed")

@@ -10,6 +10,7 @@ retried (after ``watch_gate.RETRY_S`` if nothing moved meanwhile).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
@@ -57,22 +58,31 @@ def run(args: argparse.Namespace) -> int:
     if not branches:
         raise BadInputError(f"{session.repo.root} has no branch to watch yet; commit something first")
     max_catchup = args.max_catchup if args.max_catchup is not None else session.settings.max_catchup
-    failed = False
-    gate = WatchGate()
+    # SIGTERM (a service manager's stop) ends the watch as Ctrl-C does: the step in progress is
+    # abandoned with the store unchanged by it, and the watch says it stopped.
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        while True:
-            tips = _tips(session.repo, branches)
-            if gate.due(tips, time.monotonic()):
-                failed_now = _round(session, branches, max_catchup)
-                gate.ran(tips, failed=failed_now, now=time.monotonic())
-                failed = failed or failed_now
-            if args.once:
-                break
-            time.sleep(args.interval)
+        return _watch(session, branches, max_catchup, once=args.once, interval=args.interval)
     except KeyboardInterrupt:
         print("kb: watch stopped", file=sys.stderr)
         return 0
-    return 1 if failed else 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _watch(session: Session, branches: list[str], max_catchup: int, *, once: bool, interval: float) -> int:
+    """Rounds until interrupted (or one); 1 when a commit could not be published."""
+    failed = False
+    gate = WatchGate()
+    while True:
+        tips = _tips(session.repo, branches)
+        if gate.due(tips, time.monotonic()):
+            failed_now = _round(session, branches, max_catchup)
+            gate.ran(tips, failed=failed_now, now=time.monotonic())
+            failed = failed or failed_now
+        if once:
+            return 1 if failed else 0
+        time.sleep(interval)
 
 
 def _tips(repo: GitRepo, branches: list[str]) -> dict[str, str | None]:
