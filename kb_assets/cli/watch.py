@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         print("kb: watch stopped", file=sys.stderr)
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if previous is not None:  # None: a handler not set from Python, which cannot be restored
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _watch(session: Session, branches: list[str], max_catchup: int, *, once: bool, interval: float) -> int:
