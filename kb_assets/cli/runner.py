@@ -13,8 +13,9 @@ import signal
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from kb_assets.cli.progress import TerminalProgress
@@ -177,17 +178,21 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
 
 
 @contextlib.contextmanager
-def kept_interrupt_handlers() -> Iterator[None]:
-    """Give SIGINT and SIGTERM their handlers back after a Dagster run.
+def kept_interrupt_handlers(sigterm: Callable[[int, FrameType | None], Any] | None = None) -> Iterator[None]:
+    """Give SIGINT and SIGTERM their handlers back on leaving; inside, SIGTERM runs ``sigterm``
+    when given.
 
-    A run leaves both set to what SIGINT did when it began. A process started with SIGINT ignored
-    (``kb watch &`` from a script, ``nohup``) then ignored SIGTERM too, for good: after its first
-    run a ``kb watch`` could only be killed. (Handlers can only be set from the main thread.)
+    A Dagster run leaves both set to what SIGINT did when it began. A process started with SIGINT
+    ignored (``kb watch &`` from a script, ``nohup``) then ignored SIGTERM too, for good: after its
+    first run a ``kb watch`` could only be killed. (Handlers can only be set from the main thread;
+    one that reads as None was set from C and cannot be restored.)
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if sigterm is not None:
+        signal.signal(signal.SIGTERM, sigterm)
     try:
         yield
     finally:

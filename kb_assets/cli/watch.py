@@ -15,7 +15,7 @@ import sys
 import time
 
 from kb_assets.cli.index import report_checks
-from kb_assets.cli.runner import index_commit
+from kb_assets.cli.runner import index_commit, kept_interrupt_handlers
 from kb_assets.cli.session import Session, open_session
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
@@ -60,15 +60,12 @@ def run(args: argparse.Namespace) -> int:
     max_catchup = args.max_catchup if args.max_catchup is not None else session.settings.max_catchup
     # SIGTERM (a service manager's stop) ends the watch as Ctrl-C does: the step in progress is
     # abandoned with the store unchanged by it, and the watch says it stopped.
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        return _watch(session, branches, max_catchup, once=args.once, interval=args.interval)
+        with kept_interrupt_handlers(sigterm=signal.default_int_handler):
+            return _watch(session, branches, max_catchup, once=args.once, interval=args.interval)
     except KeyboardInterrupt:
         print("kb: watch stopped", file=sys.stderr)
         return 0
-    finally:
-        if previous is not None:  # None: a handler not set from Python, which cannot be restored
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _watch(session: Session, branches: list[str], max_catchup: int, *, once: bool, interval: float) -> int:
