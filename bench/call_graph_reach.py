@@ -97,12 +97,7 @@ def read_sets(program: Program) -> tuple[dict[str, set[str]], dict[str, int]]:
         ev = evaluate.Evaluator(scopes, symbols)
         built, passings = graph.CallGraph(evaluator=ev), Passings(ev)
         reads.current = {path}
-        count = 0
-        for ref in refs:
-            caller = scopes.defn(ref)
-            for site in scopes.record(ref).get("calls", []):
-                graph._site(built, passings, ref, caller, site)
-                count += 1
+        count = sum(graph.resolve_scope(built, passings, ref) for ref in refs)
         found[path], sites[path] = reads.current, count
         reads.current = None
     return found, sites

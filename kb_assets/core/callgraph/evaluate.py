@@ -70,8 +70,9 @@ class Evaluator:
 
     def close(self) -> None:
         """Break the reference cycles through this evaluator (its members and its hierarchy point
-        back at it), so that whoever drops it frees it by reference counting; it is unusable after."""
-        self.release()
+        back at it), so that whoever drops it frees it by reference counting; it is unusable after.
+        Explicit, not weak references as in ``Namespaces``: those back-references are read on every
+        resolution step, where a weak reference's dereference would cost."""
         self.members.close()
         self.hierarchy.close()
 

@@ -202,10 +202,7 @@ def _build(program: Program) -> CallGraph:
     graph = CallGraph(evaluator=ev)
     passings = Passings(ev)
     for ref in scopes.refs():
-        caller = scopes.defn(ref)
-        graph.nodes.setdefault(caller.dotted, caller)
-        for site in scopes.record(ref).get("calls", []):
-            _site(graph, passings, ref, caller, site)
+        resolve_scope(graph, passings, ref)
     passings.resolve(graph)
     ev.release()
     graph._spans.clear()
@@ -213,6 +210,17 @@ def _build(program: Program) -> CallGraph:
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))
     return graph
+
+
+def resolve_scope(graph: CallGraph, passings: Passings, ref: ScopeRef) -> int:
+    """Resolve every call site of one scope into ``graph``; the number of sites."""
+    scopes = graph.evaluator.scopes
+    caller = scopes.defn(ref)
+    graph.nodes.setdefault(caller.dotted, caller)
+    sites = scopes.record(ref).get("calls", [])
+    for site in sites:
+        _site(graph, passings, ref, caller, site)
+    return len(sites)
 
 
 def _site(graph: CallGraph, passings: Passings, ref: ScopeRef, caller: Def, site: list[JSON]) -> None:
