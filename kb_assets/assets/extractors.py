@@ -38,6 +38,7 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         return dg.MaterializeResult(
             metadata={
                 "artifacts": len(result.artifact_ids),
+                "reused": result.reused,
                 "gaps": len(result.gaps),
                 "gap_reasons": dict(sorted(gap_reasons.items())),
             },

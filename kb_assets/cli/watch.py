@@ -19,6 +19,7 @@ from kb_assets.cli.runner import index_commit, kept_interrupt_handlers
 from kb_assets.cli.session import Session, open_session
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
+from kb_assets.indexing.extract import carried_between_commits
 from kb_assets.indexing.follow import BranchPlan, plan_branches, watched_branches
 from kb_assets.indexing.watch_gate import WatchGate
 from kb_resources.git.repo import GitRepo
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM (a service manager's stop) ends the watch as Ctrl-C does: the step in progress is
     # abandoned with the store unchanged by it, and the watch says it stopped.
     try:
-        with kept_interrupt_handlers(sigterm=signal.default_int_handler):
+        with kept_interrupt_handlers(sigterm=signal.default_int_handler), carried_between_commits():
             return _watch(session, branches, max_catchup, once=args.once, interval=args.interval)
     except KeyboardInterrupt:
         print("kb: watch stopped", file=sys.stderr)

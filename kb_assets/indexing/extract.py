@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from kb_assets.core.extractors.base import Draft, Extractor
+from kb_assets.core.extractors.base import Draft, Extraction, Extractor
+from kb_assets.core.extractors.call_carry import EdgeCarry
+from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.grounding import artifact_batches, build_artifacts
 from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.program import Program
-from kb_resources.store import writes
+from kb_resources.store import bulk, writes
 from kb_resources.store.bulk import LoadLog, refresh_statistics
 
 
@@ -58,6 +61,8 @@ class StagedResult:
 
     artifact_ids: tuple[str, ...]
     gaps: tuple[Gap, ...]
+    reused: int = 0
+    """How many of the ids were carried from the previous commit (``carried_between_commits``)."""
 
     @property
     def data_version(self) -> str:
@@ -74,13 +79,17 @@ def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> St
     content-addressed and goes in with its grounding, so a batch stored by a run that then fails
     is only unused content; no writer holds one batch's row locks while waiting for the next
     batch's, so writers of overlapping sets cannot deadlock. The commit's staged entries and gaps
-    are replaced in one last transaction, as before.
+    are replaced in one last transaction, as before. Within ``carried_between_commits`` the call
+    edges unchanged since the previous commit come as ids (``call_carry``), staged once they are
+    found stored; if one is not (a carry made on another store), every edge is drafted again.
     """
-    extraction = extractor.resolve(program)
+    carry = _carry if isinstance(extractor, CallsExtractor) else None
+    extraction, reused = _extraction(engine, program, extractor, carry)
     drafts: list[Draft | None] = list(extraction.drafts)
     gaps = extraction.gaps
     del extraction  # the drafts are now only in ``drafts``, which hands each over once
     ids: list[str] = []
+    made: dict[str, str] = {}
     batches = artifact_batches(
         _handed_over(drafts),
         extractor_id=extractor.extractor_id,
@@ -93,11 +102,50 @@ def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> St
         with engine.begin() as conn:
             writes.insert_artifacts(conn, batch, log=log)
         ids += (a.artifact_id for a in batch)
+        if carry is not None:
+            made.update((a.logical_key, a.artifact_id) for a in batch)
+    ids += reused
     with engine.begin() as conn:
         writes.replace_staged(conn, program.sha, extractor.extractor_id, ids)
         writes.replace_gaps(conn, program.sha, extractor.extractor_id, gaps)
         refresh_statistics(conn, log)
-    return StagedResult(artifact_ids=tuple(sorted(ids)), gaps=gaps)
+    if carry is not None:
+        carry.remember(program, made)
+    return StagedResult(artifact_ids=tuple(sorted(ids)), gaps=gaps, reused=len(reused))
+
+
+def _extraction(
+    engine: Engine, program: Program, extractor: Extractor, carry: EdgeCarry | None
+) -> tuple[Extraction, tuple[str, ...]]:
+    """The extraction to store, and the ids it reuses (only from a carry whose ids are stored)."""
+    if carry is None:
+        return extractor.resolve(program), ()
+    carried = carry.resolve(program)
+    if not carried.reused:
+        return carried.extraction, ()
+    with engine.begin() as conn:
+        stored = bulk.stored_keys(conn, "artifact", "artifact_id", carried.reused)
+    if len(stored) == len(set(carried.reused)):
+        return carried.extraction, carried.reused
+    carry.forget()
+    return carry.resolve(program).extraction, ()
+
+
+_carry: EdgeCarry | None = None
+"""The call edges carried to the next commit, while ``carried_between_commits`` is active."""
+
+
+@contextmanager
+def carried_between_commits() -> Iterator[None]:
+    """Within: each commit's unchanged call edges are reused from the previous one this process
+    indexed (``kb watch``). Off otherwise: a process indexing one commit would only hold the
+    edges' signatures (~25 MiB on Django) at its peak for nothing."""
+    global _carry  # noqa: PLW0603 - process state: the carry lives as long as the watch
+    previous, _carry = _carry, EdgeCarry()
+    try:
+        yield
+    finally:
+        _carry = previous
 
 
 def _handed_over(drafts: list[Draft | None]) -> Iterator[Draft]:

@@ -21,10 +21,10 @@ function), so that whatever changes how an edge is resolved changes its identity
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from kb_assets.core.callgraph.collect import collect_calls
-from kb_assets.core.callgraph.graph import Edge, call_graph, paused_gc
+from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph, paused_gc
 from kb_assets.core.callgraph.index import FACTS_ID
 from kb_assets.core.callgraph.values import form_names
 from kb_assets.core.extractors.base import Draft, Extraction, LocatedGrounding
@@ -51,9 +51,7 @@ class CallsExtractor:
         """One draft per resolved (caller, callee) pair, plus the dynamic-call gaps."""
         with paused_gc():
             graph = call_graph(program)
-            grounds = _Groundings(program)
-            drafts = tuple(_draft(grounds, graph.edges[key]) for key in sorted(graph.edges))
-            del grounds  # before the collector resumes: it would walk every cached key once more
+            drafts = edge_drafts(program, graph, sorted(graph.edges))
         return Extraction(drafts=drafts, gaps=tuple(graph.gaps))
 
     def render(self, payload: Mapping[str, JSON], grounding: Sequence[LocatedGrounding]) -> dict[str, JSON]:
@@ -63,6 +61,19 @@ class CallsExtractor:
         lines = sorted({starts[sid] + off for sid, offs in offsets.items() if sid in starts for off in offs})
         rendered = {k: v for k, v in payload.items() if k != "site_offsets"}
         return {**rendered, "lines": lines}
+
+
+def edge_drafts(program: Program, graph: CallGraph, keys: Iterable[tuple[str, str]]) -> tuple[Draft, ...]:
+    """The drafts of the graph's edges under ``keys`` (caller, callee), in that order (call with
+    the collector paused: the groundings' caches are dropped before it resumes, or it would walk
+    every cached key once more)."""
+    grounds = _Groundings(program)
+    return tuple(_draft(grounds, graph.edges[key]) for key in keys)
+
+
+def logical_key(caller: str, callee: str) -> str:
+    """The logical key of the edge from ``caller`` to ``callee`` (dotted paths)."""
+    return f"call:{caller}->{callee}"
 
 
 _Key = tuple[str, str, str]
@@ -138,5 +149,5 @@ def _draft(ground: _Groundings, edge: Edge) -> Draft:
         "forms": form_names(edge.forms),
         "site_offsets": site_offsets,
     }
-    key = f"call:{edge.caller.dotted}->{edge.callee.dotted}"
+    key = logical_key(edge.caller.dotted, edge.callee.dotted)
     return Draft(kind="call_edge", logical_key=key, payload=payload, grounding=ground.grounding(keys))

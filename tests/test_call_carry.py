@@ -1,0 +1,205 @@
+"""Call edges carried between commits (``kb watch``): an edge reused by id is exactly the edge a
+cold extraction builds, an edge whose spans changed anywhere is drafted again, and an id the
+store lacks is never staged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from kb_assets.cli.instance import open_instance
+from kb_assets.core.extractors.call_carry import EdgeCarry
+from kb_assets.core.extractors.calls import CallsExtractor, logical_key
+from kb_assets.core.grounding import build_artifacts
+from kb_assets.core.models import Artifact
+from kb_assets.core.program import Program
+from kb_assets.core.spans import ParseLimits
+from kb_assets.indexing import extract
+from kb_assets.indexing.load import forget_programs, load_program
+from kb_resources.git.repo import GitRepo
+from kb_resources.settings import load_settings
+from kb_resources.store.engine import open_store
+from tests.gitfixtures import commit_tree, init_repo
+from tests.kbfixtures import KbEnv
+from tests.programs import program_from_files
+
+V1 = {
+    "pkg/__init__.py": "from pkg.impl import helper\n",
+    "pkg/impl.py": "def helper(x):\n    return x + 1\n\ndef other():\n    return 2\n",
+    "pkg/use.py": (
+        "from pkg import helper\nfrom pkg.impl import other\n\n"
+        "def run():\n    helper(1)\n    other()\n\n"
+        "class Job:\n    def go(self):\n        run()\n        self.stop()\n\n"
+        "    def stop(self):\n        other()\n"
+    ),
+    "pkg/side.py": "from pkg.use import Job\n\ndef main():\n    Job().go()\n",
+}
+"""Four files: ``use`` calls into ``impl`` directly and through the package's re-export."""
+
+EDITS: list[tuple[str, Mapping[str, str]]] = [
+    ("a file no edge reads", {"pkg/side.py": V1["pkg/side.py"] + "\ndef extra():\n    main()\n"}),
+    ("a callee's body, its caller untouched", {"pkg/impl.py": V1["pkg/impl.py"].replace("x + 1", "x + 2")}),
+    ("the re-export read on the way", {"pkg/__init__.py": "from pkg.impl import helper, other\n"}),
+    ("a caller", {"pkg/use.py": V1["pkg/use.py"].replace("    other()\n\n", "    other()\n    run()\n\n")}),
+]
+"""One change per commit, each on top of the previous one."""
+
+
+def _built(program: Program, drafts: object) -> list[Artifact]:
+    return build_artifacts(drafts, extractor_id="calls", extractor_version="1", program=program)  # type: ignore[arg-type]
+
+
+def _cold(files: Mapping[str, str]) -> dict[str, str]:
+    """Logical key → id of every call edge of a fresh program of ``files`` (no carry)."""
+    program = program_from_files(files)
+    return {a.logical_key: a.artifact_id for a in _built(program, CallsExtractor().resolve(program).drafts)}
+
+
+def _versions() -> Iterator[tuple[str, dict[str, str]]]:
+    files = dict(V1)
+    yield "the first commit", dict(files)
+    for label, edit in EDITS:
+        files.update(edit)
+        yield label, dict(files)
+
+
+def test_each_commit_through_the_carry_has_exactly_the_cold_ids() -> None:
+    """Commit after commit, the drafted edges' ids plus the reused ids are the cold extraction's
+    ids, and something is reused once there is a previous commit."""
+    carry = EdgeCarry()
+    for n, (label, files) in enumerate(_versions()):
+        program = program_from_files(files)
+        carried = carry.resolve(program)
+        made = {a.logical_key: a.artifact_id for a in _built(program, carried.extraction.drafts)}
+        carry.remember(program, made)
+        cold = _cold(files)
+        assert set(made.values()) | set(carried.reused) == set(cold.values()), label
+        assert len(made) + len(carried.reused) == len(cold), label
+        assert bool(carried.reused) == (n > 0), label
+
+
+def _remembered(carry: EdgeCarry, files: Mapping[str, str]) -> None:
+    """One commit through the carry, its edges remembered as a finished run does."""
+    program = program_from_files(files)
+    drafts = carry.resolve(program).extraction.drafts
+    carry.remember(program, {a.logical_key: a.artifact_id for a in _built(program, drafts)})
+
+
+def _edge_ids(files: Mapping[str, str], caller: str, callee: str) -> str:
+    return _cold(files)[logical_key(caller, callee)]
+
+
+@pytest.mark.parametrize(
+    ("edit", "caller", "callee"),
+    [
+        (2, "pkg.use.run", "pkg.impl.helper"),
+        (3, "pkg.use.run", "pkg.impl.helper"),
+    ],
+    ids=["callee-body", "re-export"],
+)
+def test_an_edge_whose_span_changed_in_another_file_is_drafted_again(
+    edit: int, caller: str, callee: str
+) -> None:
+    """The caller's file is untouched and the edge's fields are equal, but a span it is grounded
+    on (the callee's definition, the re-export it was resolved through) changed: the edge is
+    drafted again and gets its new id, not the remembered one."""
+    versions = list(_versions())
+    before, after = versions[edit - 1][1], versions[edit][1]
+    old, new = _edge_ids(before, caller, callee), _edge_ids(after, caller, callee)
+    assert old != new, "the edit must change the edge's identity for this test to mean anything"
+    assert before["pkg/use.py"] == after["pkg/use.py"]
+    carry = EdgeCarry()
+    _remembered(carry, before)
+    program = program_from_files(after)
+    carried = carry.resolve(program)
+    drafted = {d.logical_key for d in carried.extraction.drafts}
+    assert logical_key(caller, callee) in drafted
+    assert old not in carried.reused
+    assert new in {a.artifact_id for a in _built(program, carried.extraction.drafts)}
+
+
+def test_an_unfinished_commit_is_not_remembered() -> None:
+    """``remember`` for another program than the last resolved one forgets everything (a run that
+    failed between the two must not leave half a carry)."""
+    carry = EdgeCarry()
+    _remembered(carry, V1)
+    assert carry.resolve(program_from_files(V1)).reused
+    carry.remember(program_from_files(V1), {})
+    assert not carry.resolve(program_from_files(V1)).reused
+
+
+# --- through the store -------------------------------------------------------------------------
+
+
+def _repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    repo = init_repo(tmp_path / "repo")
+    shas = [commit_tree(repo, files, label) for label, files in _versions()]
+    return repo, shas
+
+
+def _published_calls(kb_env: KbEnv, repo: Path, sha: str) -> set[str]:
+    rows = kb_env.kb("export", repo, "--sha", sha, "--kind", "call_edge").jsonl()
+    return {row["artifact_id"] for row in rows}
+
+
+def _cold_from_store(repo: Path, sha: str) -> set[str]:
+    """The call-edge ids of a cold extraction of an indexed commit (its facts from the store)."""
+    git = GitRepo.open(repo)
+    store = open_store(load_settings(), git.key())
+    forget_programs()
+    program = load_program(git, store.engine, sha, limits=ParseLimits(), workers=1)
+    return {a.artifact_id for a in extract.run_extractor(CallsExtractor(), program).artifacts}
+
+
+def test_kb_watch_carries_edges_and_publishes_the_cold_ids(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kb watch --once`` indexing four commits in one process reuses edges from the second on
+    (the call-edge materialization's ``reused`` metadata) and publishes, for each commit, exactly
+    the call edges a cold extraction of it builds."""
+    repo, shas = _repo(tmp_path)
+    assert kb_env.kb("index", repo, "--sha", shas[0]).code == 0
+    for name, value in kb_env.environ.items():
+        monkeypatch.setenv(name, value)
+    watched = kb_env.kb("watch", repo, "--once")
+    assert watched.code == 0, watched.stderr
+    for sha in shas:
+        assert _published_calls(kb_env, repo, sha) == _cold_from_store(repo, sha)
+    settings = load_settings()
+    instance = open_instance(settings, open_store(settings, GitRepo.open(repo).key()))
+    records = instance.fetch_materializations(dg.AssetKey("call_edges"), limit=20).records
+    reused: dict[str | None, object] = {
+        r.partition_key: r.asset_materialization.metadata["reused"].value  # type: ignore[union-attr]
+        for r in records
+    }
+    assert reused[shas[0]] == 0  # indexed by `kb index`: no carry
+    assert reused[shas[1]] == 0  # the watch's first commit: nothing to carry yet
+    assert all(isinstance(n, int) and n > 0 for n in (reused[sha] for sha in shas[2:])), reused
+
+
+def test_ids_the_store_lacks_are_drafted_again(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A carry whose ids are not stored here (made on another store) is dropped: the commit's
+    edges are all drafted, stored and staged, nothing is reported reused."""
+    repo, shas = _repo(tmp_path)
+    for sha in shas:
+        assert kb_env.kb("index", repo, "--sha", sha).code == 0
+    for name, value in kb_env.environ.items():
+        monkeypatch.setenv(name, value)
+    git = GitRepo.open(repo)
+    store = open_store(load_settings(), git.key())
+    elsewhere = EdgeCarry()
+    before = program_from_files(list(_versions())[-2][1])
+    carried = elsewhere.resolve(before)
+    elsewhere.remember(before, {d.logical_key: "f" * 64 for d in carried.extraction.drafts})
+    monkeypatch.setattr(extract, "_carry", elsewhere)
+    forget_programs()
+    program = load_program(git, store.engine, shas[-1], limits=ParseLimits(), workers=1)
+    result = extract.extract_commit(store.engine, program, CallsExtractor())
+    assert result.reused == 0
+    assert set(result.artifact_ids) == _published_calls(kb_env, repo, shas[-1])
