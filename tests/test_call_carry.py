@@ -18,7 +18,7 @@ from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.models import Artifact
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
-from kb_assets.indexing import extract
+from kb_assets.indexing import carries, extract
 from kb_assets.indexing.load import forget_programs, load_program
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
@@ -169,13 +169,7 @@ def test_kb_watch_carries_edges_and_publishes_the_cold_ids(
     assert watched.code == 0, watched.stderr
     for sha in shas:
         assert _published_calls(kb_env, repo, sha) == _cold_from_store(repo, sha)
-    settings = load_settings()
-    instance = open_instance(settings, open_store(settings, GitRepo.open(repo).key()))
-    records = instance.fetch_materializations(dg.AssetKey("call_edges"), limit=20).records
-    reused: dict[str | None, object] = {
-        r.partition_key: r.asset_materialization.metadata["reused"].value  # type: ignore[union-attr]
-        for r in records
-    }
+    reused = _reused(repo)
     assert reused[shas[0]] == 0  # indexed by `kb index`: no carry
     assert reused[shas[1]] == 0  # the watch's first commit: nothing to carry yet
     assert all(isinstance(n, int) and n > 0 for n in (reused[sha] for sha in shas[2:])), reused
@@ -197,9 +191,47 @@ def test_ids_the_store_lacks_are_drafted_again(
     before = program_from_files(list(_versions())[-2][1])
     carried = elsewhere.resolve(before)
     elsewhere.remember(before, {d.logical_key: "f" * 64 for d in carried.extraction.drafts})
-    monkeypatch.setattr(extract, "_carry", elsewhere)
+    monkeypatch.setattr(carries, "_active", elsewhere)
     forget_programs()
     program = load_program(git, store.engine, shas[-1], limits=ParseLimits(), workers=1)
     result = extract.extract_commit(store.engine, program, CallsExtractor())
     assert result.reused == 0
     assert set(result.artifact_ids) == _published_calls(kb_env, repo, shas[-1])
+
+
+def _reused(repo: Path) -> dict[str | None, object]:
+    """The call-edge materializations' ``reused`` metadata, by commit."""
+    settings = load_settings()
+    instance = open_instance(settings, open_store(settings, GitRepo.open(repo).key()))
+    records = instance.fetch_materializations(dg.AssetKey("call_edges"), limit=50).records
+    return {
+        r.partition_key: r.asset_materialization.metadata["reused"].value  # type: ignore[union-attr]
+        for r in records
+    }
+
+
+def test_kb_index_carries_edges_through_its_file(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ``kb index`` is a run of its own: the edges go from one to the next through the carry
+    file under ``KB_HOME``, and every commit publishes the cold ids. An unreadable file, or one
+    made under another parser or extractor version, is an empty carry (and is replaced)."""
+    repo, shas = _repo(tmp_path)
+    for name, value in kb_env.environ.items():
+        monkeypatch.setenv(name, value)
+    path = carries.carry_file(load_settings().kb_home, GitRepo.open(repo).key())
+    assert kb_env.kb("index", repo, "--sha", shas[0]).code == 0
+    assert path.is_file()
+    assert kb_env.kb("index", repo, "--sha", shas[1]).code == 0
+    path.write_bytes(b"not a carry")
+    assert kb_env.kb("index", repo, "--sha", shas[2]).code == 0
+    current = carries.open_carry(CallsExtractor(), path)
+    assert current is not None
+    path.write_bytes(current.dump("parser of another knowbase"))
+    assert kb_env.kb("index", repo, "--sha", shas[3]).code == 0
+    assert kb_env.kb("index", repo, "--sha", shas[4]).code == 0
+    for sha in shas:
+        assert _published_calls(kb_env, repo, sha) == _cold_from_store(repo, sha)
+    reused = _reused(repo)
+    assert [reused[sha] for sha in (shas[0], shas[2], shas[3])] == [0, 0, 0]
+    assert all(isinstance(n, int) and n > 0 for n in (reused[shas[1]], reused[shas[4]])), reused

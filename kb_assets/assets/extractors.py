@@ -5,11 +5,13 @@ the artifact ids it produced, so the lineage graph shows exactly what an upgrade
 """
 
 from collections import Counter
+from pathlib import Path
 
 import dagster as dg
 
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_assets.indexing.carries import carry_file
 from kb_assets.indexing.extract import extract_commit
 from kb_assets.indexing.load import load_program
 from kb_assets.partitions import commits
@@ -33,7 +35,8 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         program = load_program(
             kb.git(), kb.engine(), context.partition_key, limits=kb.limits(), workers=kb.workers
         )
-        result = extract_commit(kb.engine(), program, extractor)
+        carry = carry_file(Path(kb.kb_home), kb.git().key())
+        result = extract_commit(kb.engine(), program, extractor, carry_file=carry)
         gap_reasons = Counter(g.reason for g in result.gaps)
         return dg.MaterializeResult(
             metadata={

@@ -19,7 +19,7 @@ from kb_assets.cli.runner import index_commit, kept_interrupt_handlers
 from kb_assets.cli.session import Session, open_session
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
-from kb_assets.indexing.extract import carried_between_commits
+from kb_assets.indexing.carries import carried_between_commits
 from kb_assets.indexing.follow import BranchPlan, plan_branches, watched_branches
 from kb_assets.indexing.watch_gate import WatchGate
 from kb_resources.git.repo import GitRepo

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import Engine
 
 from kb_assets.core.extractors.base import Draft, Extraction, Extractor
 from kb_assets.core.extractors.call_carry import EdgeCarry
-from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.grounding import artifact_batches, build_artifacts
 from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.program import Program
+from kb_assets.indexing.carries import keep_carry, open_carry
 from kb_resources.store import bulk, writes
 from kb_resources.store.bulk import LoadLog, refresh_statistics
 
@@ -62,7 +62,7 @@ class StagedResult:
     artifact_ids: tuple[str, ...]
     gaps: tuple[Gap, ...]
     reused: int = 0
-    """How many of the ids were carried from the previous commit (``carried_between_commits``)."""
+    """How many of the ids were carried from a previous commit (``carries``)."""
 
     @property
     def data_version(self) -> str:
@@ -70,7 +70,9 @@ class StagedResult:
         return ids_digest(self.artifact_ids)
 
 
-def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> StagedResult:
+def extract_commit(
+    engine: Engine, program: Program, extractor: Extractor, *, carry_file: Path | None = None
+) -> StagedResult:
     """Run the extractor, store its artifacts and stage them and its gaps for the commit.
 
     The artifacts are built and stored ``WRITE_ARTIFACTS`` at a time, each batch in its own
@@ -79,11 +81,11 @@ def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> St
     content-addressed and goes in with its grounding, so a batch stored by a run that then fails
     is only unused content; no writer holds one batch's row locks while waiting for the next
     batch's, so writers of overlapping sets cannot deadlock. The commit's staged entries and gaps
-    are replaced in one last transaction, as before. Within ``carried_between_commits`` the call
-    edges unchanged since the previous commit come as ids (``call_carry``), staged once they are
-    found stored; if one is not (a carry made on another store), every edge is drafted again.
+    are replaced in one last transaction, as before. The call edges a carry (``carries``: the
+    watch's, else ``carry_file``'s) knows unchanged come as ids, staged once they are found
+    stored; if one is not (a carry made on another store), every edge is drafted again.
     """
-    carry = _carry if isinstance(extractor, CallsExtractor) else None
+    carry = open_carry(extractor, carry_file)
     extraction, reused = _extraction(engine, program, extractor, carry)
     drafts: list[Draft | None] = list(extraction.drafts)
     gaps = extraction.gaps
@@ -111,6 +113,7 @@ def extract_commit(engine: Engine, program: Program, extractor: Extractor) -> St
         refresh_statistics(conn, log)
     if carry is not None:
         carry.remember(program, made)
+        keep_carry(carry, carry_file)
     return StagedResult(artifact_ids=tuple(sorted(ids)), gaps=gaps, reused=len(reused))
 
 
@@ -129,23 +132,6 @@ def _extraction(
         return carried.extraction, carried.reused
     carry.forget()
     return carry.resolve(program).extraction, ()
-
-
-_carry: EdgeCarry | None = None
-"""The call edges carried to the next commit, while ``carried_between_commits`` is active."""
-
-
-@contextmanager
-def carried_between_commits() -> Iterator[None]:
-    """Within: each commit's unchanged call edges are reused from the previous one this process
-    indexed (``kb watch``). Off otherwise: a process indexing one commit would only hold the
-    edges' signatures (~25 MiB on Django) at its peak for nothing."""
-    global _carry  # noqa: PLW0603 - process state: the carry lives as long as the watch
-    previous, _carry = _carry, EdgeCarry()
-    try:
-        yield
-    finally:
-        _carry = previous
 
 
 def _handed_over(drafts: list[Draft | None]) -> Iterator[Draft]:

@@ -1,5 +1,5 @@
-"""Call edges carried from one commit to the next, for a process that indexes commit after commit
-(``kb watch``): an edge that did not change is known by its id instead of drafted and hashed again.
+"""Call edges carried from one commit to the next: an edge that did not change is known by its id
+instead of drafted and hashed again.
 
 A call edge's draft, and so its artifact id, is a function of the edge's own fields (caller and
 callee dotted paths, the caller's span, forms, site offsets, the callee's spans, the ``via`` spans)
@@ -11,32 +11,42 @@ is all but a few dozen of 75,908 edges; drafting and hashing them was ~2 s of th
 Only ids are carried, not artifacts: the writer must find them stored before it stages them
 (``kb_assets.indexing.extract``), since the carry may come from another store. The call graph
 itself is still resolved in full: which edges a change reaches is only known after resolving.
+Where a carry is kept between commits (in memory, in a file) is ``kb_assets.indexing.carries``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kb_assets.core.callgraph.graph import Edge, call_graph, paused_gc
-from kb_assets.core.callgraph.values import Forms, Span
+from kb_assets.core.callgraph.values import Span
 from kb_assets.core.extractors.base import Extraction
 from kb_assets.core.extractors.calls import edge_drafts, logical_key
 from kb_assets.core.program import Program
 
-Sites = tuple[tuple[str, int, int], ...]
-Signature = tuple[str, int, Forms, tuple[int, ...], Sites | None, tuple[Span, ...], frozenset[Span]]
-"""Every field of an ``Edge`` its draft reads, but the (caller, callee) key."""
-
 EdgeKey = tuple[str, str]
+Signature = bytes
+"""A 128-bit digest of every field of an ``Edge`` its draft reads, but the (caller, callee) key:
+compact enough to keep for a whole commit (Django: 75,908 edges) and to store between processes."""
+
+FORMAT = "1"
+"""Version of ``EdgeCarry.dump``'s bytes and of the signature rule; checked by ``load``."""
 
 
-def signature(edge: Edge) -> Signature:
-    """What the edge's draft is made of, as one comparable value (offsets in site order: an equal
-    set in another order is only a missed reuse, never a wrong one)."""
-    others = tuple(edge.others) if edge.others else None
+def signature(edge: Edge, vias: dict[frozenset[Span], str]) -> Signature:
+    """What the edge's draft is made of, digested (``vias``: each shared ``via`` set's sorted text,
+    made once). Offsets are kept in site order: an equal set in another order is only a missed
+    reuse, never a wrong one. ``repr`` of str, int, list, tuple and None is the same in every
+    process; a set's is not, hence the sort."""
+    via = vias.get(edge.via)
+    if via is None:
+        via = vias[edge.via] = repr(sorted(edge.via))
     caller = edge.caller
-    return (caller.path, caller.span, edge.forms, tuple(edge.offsets), others, edge.callee_spans, edge.via)
+    text = repr((caller.path, caller.span, edge.forms, edge.offsets, edge.others, edge.callee_spans)) + via
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +73,13 @@ class EdgeCarry:
             graph = call_graph(program)
             changed = _changed_paths(self._blobs, program)
             touched: dict[frozenset[Span], bool] = {}
+            vias: dict[frozenset[Span], str] = {}
             entries: list[tuple[EdgeKey, Signature, str | None]] = []
             fresh: list[EdgeKey] = []
             reused: list[str] = []
             for key in sorted(graph.edges):
                 edge = graph.edges[key]
-                sig = signature(edge)
+                sig = signature(edge, vias)
                 known = self._known.get(key)
                 if known is not None and known[0] == sig and not _touches(edge, changed, touched):
                     reused.append(known[1])
@@ -97,6 +108,24 @@ class EdgeCarry:
     def forget(self) -> None:
         """Remember nothing (the next commit drafts every edge)."""
         self._blobs, self._known, self._pending = {}, {}, None
+
+    def dump(self, stamp: str) -> bytes:
+        """The remembered commit as bytes ``load`` reads back in another process; ``stamp`` names
+        everything the ids depend on besides the edges (parser and extractor versions)."""
+        return marshal.dumps((FORMAT, stamp, dict(self._blobs), self._known))
+
+    @classmethod
+    def load(cls, data: bytes, stamp: str) -> EdgeCarry:
+        """A carry from ``dump``'s bytes; empty unless they are readable, of this format and made
+        under the same ``stamp``."""
+        carry = cls()
+        try:
+            version, made_under, blobs, known = marshal.loads(data)  # noqa: S302 - knowbase's own file
+        except (EOFError, ValueError, TypeError):
+            return carry
+        if (version, made_under) == (FORMAT, stamp) and isinstance(blobs, dict) and isinstance(known, dict):
+            carry._blobs, carry._known = blobs, known
+        return carry
 
 
 def _changed_paths(blobs: Mapping[str, str], program: Program) -> frozenset[str]:
