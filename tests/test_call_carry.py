@@ -5,16 +5,17 @@ store lacks is never staged.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from kb_assets.cli.instance import open_instance
+from kb_assets.core.extractors.base import Draft
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.extractors.calls import CallsExtractor, logical_key
-from kb_assets.core.grounding import build_artifacts
+from kb_assets.core.grounding import artifact_batches
 from kb_assets.core.models import Artifact
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
@@ -49,14 +50,17 @@ EDITS: list[tuple[str, Mapping[str, str]]] = [
 """One change per commit, each on top of the previous one."""
 
 
-def _built(program: Program, drafts: object) -> list[Artifact]:
-    return build_artifacts(drafts, extractor_id="calls", extractor_version="1", program=program)  # type: ignore[arg-type]
+def _built(program: Program, drafts: Sequence[Draft]) -> list[Artifact]:
+    """The drafts' artifacts in draft order, as the writer builds them."""
+    batches = artifact_batches(drafts, extractor_id="calls", extractor_version="1", program=program, size=100)
+    return [a for batch in batches for a in batch]
 
 
 def _cold(files: Mapping[str, str]) -> dict[str, str]:
     """Logical key → id of every call edge of a fresh program of ``files`` (no carry)."""
     program = program_from_files(files)
-    return {a.logical_key: a.artifact_id for a in _built(program, CallsExtractor().resolve(program).drafts)}
+    drafts = CallsExtractor().resolve(program).drafts
+    return {a.logical_key: a.artifact_id for a in _built(program, drafts)}
 
 
 def _versions() -> Iterator[tuple[str, dict[str, str]]]:
@@ -74,10 +78,10 @@ def test_each_commit_through_the_carry_has_exactly_the_cold_ids() -> None:
     for n, (label, files) in enumerate(_versions()):
         program = program_from_files(files)
         carried = carry.resolve(program)
-        made = {a.logical_key: a.artifact_id for a in _built(program, carried.extraction.drafts)}
+        made = [a.artifact_id for a in _built(program, carried.extraction.drafts)]
         carry.remember(program, made)
         cold = _cold(files)
-        assert set(made.values()) | set(carried.reused) == set(cold.values()), label
+        assert set(made) | set(carried.reused) == set(cold.values()), label
         assert len(made) + len(carried.reused) == len(cold), label
         assert bool(carried.reused) == (n > 0), label
 
@@ -86,7 +90,7 @@ def _remembered(carry: EdgeCarry, files: Mapping[str, str]) -> None:
     """One commit through the carry, its edges remembered as a finished run does."""
     program = program_from_files(files)
     drafts = carry.resolve(program).extraction.drafts
-    carry.remember(program, {a.logical_key: a.artifact_id for a in _built(program, drafts)})
+    carry.remember(program, [a.artifact_id for a in _built(program, drafts)])
 
 
 def _edge_ids(files: Mapping[str, str], caller: str, callee: str) -> str:
@@ -128,8 +132,20 @@ def test_an_unfinished_commit_is_not_remembered() -> None:
     carry = EdgeCarry()
     _remembered(carry, V1)
     assert carry.resolve(program_from_files(V1)).reused
-    carry.remember(program_from_files(V1), {})
+    carry.remember(program_from_files(V1), [])
     assert not carry.resolve(program_from_files(V1)).reused
+
+
+def test_ids_that_do_not_match_the_drafts_are_not_remembered() -> None:
+    """One id too few or too many for the drafted edges: the run is not the one resolved, and the
+    next commit reuses nothing."""
+    for extra in ([], ["f" * 64, "e" * 64]):
+        carry = EdgeCarry()
+        program = program_from_files(V1)
+        drafts = carry.resolve(program).extraction.drafts
+        ids = [a.artifact_id for a in _built(program, drafts)]
+        carry.remember(program, ids[:-1] if not extra else ids + extra)
+        assert not carry.resolve(program_from_files(V1)).reused
 
 
 # --- through the store -------------------------------------------------------------------------
@@ -190,7 +206,7 @@ def test_ids_the_store_lacks_are_drafted_again(
     elsewhere = EdgeCarry()
     before = program_from_files(list(_versions())[-2][1])
     carried = elsewhere.resolve(before)
-    elsewhere.remember(before, {d.logical_key: "f" * 64 for d in carried.extraction.drafts})
+    elsewhere.remember(before, ["f" * 64] * len(carried.extraction.drafts))
     monkeypatch.setattr(carries, "_active", elsewhere)
     forget_programs()
     program = load_program(git, store.engine, shas[-1], limits=ParseLimits(), workers=1)

@@ -91,7 +91,6 @@ def extract_commit(
     gaps = extraction.gaps
     del extraction  # the drafts are now only in ``drafts``, which hands each over once
     ids: list[str] = []
-    made: dict[str, str] = {}
     batches = artifact_batches(
         _handed_over(drafts),
         extractor_id=extractor.extractor_id,
@@ -104,15 +103,14 @@ def extract_commit(
         with engine.begin() as conn:
             writes.insert_artifacts(conn, batch, log=log)
         ids += (a.artifact_id for a in batch)
-        if carry is not None:
-            made.update((a.logical_key, a.artifact_id) for a in batch)
+    drafted = len(ids)  # the drafts' ids, in draft order (one artifact per call-edge draft)
     ids += reused
     with engine.begin() as conn:
         writes.replace_staged(conn, program.sha, extractor.extractor_id, ids)
         writes.replace_gaps(conn, program.sha, extractor.extractor_id, gaps)
         refresh_statistics(conn, log)
     if carry is not None:
-        carry.remember(program, made)
+        carry.remember(program, ids[:drafted])
         keep_carry(carry, carry_file)
     return StagedResult(artifact_ids=tuple(sorted(ids)), gaps=gaps, reused=len(reused))
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kb_assets.core.callgraph.graph import Edge, call_graph, paused_gc
 from kb_assets.core.callgraph.values import Span
 from kb_assets.core.extractors.base import Extraction
-from kb_assets.core.extractors.calls import edge_drafts, logical_key
+from kb_assets.core.extractors.calls import edge_drafts
 from kb_assets.core.program import Program
 
 EdgeKey = tuple[str, str]
@@ -32,7 +32,7 @@ Signature = bytes
 """A 128-bit digest of every field of an ``Edge`` its draft reads, but the (caller, callee) key:
 compact enough to keep for a whole commit (Django: 75,908 edges) and to store between processes."""
 
-FORMAT = "1"
+FORMAT = "2"
 """Version of ``EdgeCarry.dump``'s bytes and of the signature rule; checked by ``load``."""
 
 
@@ -58,17 +58,28 @@ class Carried:
     """Artifact ids of the edges unchanged since the remembered commit."""
 
 
+Entry = tuple[EdgeKey, Signature, str]
+"""One remembered edge: its key, its signature, its artifact id."""
+
+
 class EdgeCarry:
-    """The call edges of the last commit whose staging this process finished, by (caller, callee)."""
+    """The call edges of the last commit whose staging this process finished, by (caller, callee).
+
+    Remembered as the list the resolution made (no second copy at the end of a run, when the
+    index's memory peaks), turned into a lookup on the next ``resolve``."""
 
     def __init__(self) -> None:
         self._blobs: Mapping[str, str] = {}
+        self._entries: list[Entry] = []
         self._known: dict[EdgeKey, tuple[Signature, str]] = {}
         self._pending: tuple[Program, list[tuple[EdgeKey, Signature, str | None]]] | None = None
 
     def resolve(self, program: Program) -> Carried:
         """The call-edge extraction of ``program``, reusing what the remembered commit proves."""
         self._pending = None
+        if self._entries:
+            self._known = {key: (sig, artifact_id) for key, sig, artifact_id in self._entries}
+            self._entries = []
         with paused_gc():
             graph = call_graph(program)
             changed = _changed_paths(self._blobs, program)
@@ -88,31 +99,41 @@ class EdgeCarry:
                     fresh.append(key)
                     entries.append((key, sig, None))
             drafts = edge_drafts(program, graph, fresh)
+        self._known = {}
         self._pending = (program, entries)
         return Carried(Extraction(drafts=drafts, gaps=tuple(graph.gaps)), tuple(reused))
 
-    def remember(self, program: Program, ids: Mapping[str, str]) -> None:
-        """The commit's edges are staged: remember them (``ids``: logical key → artifact id of the
-        drafted edges) for the next commit; an edge whose id is missing is not remembered."""
-        if self._pending is None or self._pending[0] is not program:
+    def remember(self, program: Program, drafted: Sequence[str]) -> None:
+        """The commit's edges are staged: remember them for the next commit. ``drafted``: the ids
+        of the drafted edges, in draft order (one artifact per draft; any other count means the
+        run is not the one resolved, and nothing is remembered)."""
+        pending, self._pending = self._pending, None
+        if pending is None or pending[0] is not program:
             self.forget()
             return
-        known: dict[EdgeKey, tuple[Signature, str]] = {}
-        for key, sig, artifact_id in self._pending[1]:
-            found = artifact_id if artifact_id is not None else ids.get(logical_key(*key))
-            if found is not None:
-                known[key] = (sig, found)
-        self._known, self._pending = known, None
+        ids = iter(drafted)
+        entries: list[Entry] = []
+        for key, sig, artifact_id in pending[1]:
+            found = artifact_id if artifact_id is not None else next(ids, None)
+            if found is None:
+                self.forget()
+                return
+            entries.append((key, sig, found))
+        if next(ids, None) is not None:
+            self.forget()
+            return
+        self._entries, self._known = entries, {}
         self._blobs = {path: source.blob_id for path, source in program.files.items()}
 
     def forget(self) -> None:
         """Remember nothing (the next commit drafts every edge)."""
-        self._blobs, self._known, self._pending = {}, {}, None
+        self._blobs, self._entries, self._known, self._pending = {}, [], {}, None
 
     def dump(self, stamp: str) -> bytes:
         """The remembered commit as bytes ``load`` reads back in another process; ``stamp`` names
         everything the ids depend on besides the edges (parser and extractor versions)."""
-        return marshal.dumps((FORMAT, stamp, dict(self._blobs), self._known))
+        entries = self._entries or [(key, sig, found) for key, (sig, found) in self._known.items()]
+        return marshal.dumps((FORMAT, stamp, dict(self._blobs), entries))
 
     @classmethod
     def load(cls, data: bytes, stamp: str) -> EdgeCarry:
@@ -120,11 +141,11 @@ class EdgeCarry:
         under the same ``stamp``."""
         carry = cls()
         try:
-            version, made_under, blobs, known = marshal.loads(data)  # noqa: S302 - knowbase's own file
+            version, made_under, blobs, entries = marshal.loads(data)  # noqa: S302 - knowbase's own file
         except (EOFError, ValueError, TypeError):
             return carry
-        if (version, made_under) == (FORMAT, stamp) and isinstance(blobs, dict) and isinstance(known, dict):
-            carry._blobs, carry._known = blobs, known
+        if (version, made_under) == (FORMAT, stamp) and isinstance(blobs, dict) and isinstance(entries, list):
+            carry._blobs, carry._entries = blobs, entries
         return carry
 
 
