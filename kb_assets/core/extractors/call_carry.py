@@ -21,7 +21,7 @@ import marshal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kb_assets.core.callgraph.graph import Edge, call_graph, paused_gc
+from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph, paused_gc
 from kb_assets.core.callgraph.values import Span
 from kb_assets.core.extractors.base import Extraction
 from kb_assets.core.extractors.calls import edge_drafts
@@ -60,6 +60,8 @@ class Carried:
 
 Entry = tuple[EdgeKey, Signature, str]
 """One remembered edge: its key, its signature, its artifact id."""
+_Resolved = tuple[EdgeKey, Signature | None, str | None]
+"""One edge of the commit being indexed: its signature if already made, its id if reused."""
 
 
 class EdgeCarry:
@@ -72,7 +74,7 @@ class EdgeCarry:
         self._blobs: Mapping[str, str] = {}
         self._entries: list[Entry] = []
         self._known: dict[EdgeKey, tuple[Signature, str]] = {}
-        self._pending: tuple[Program, list[tuple[EdgeKey, Signature, str | None]]] | None = None
+        self._pending: tuple[Program, CallGraph, list[_Resolved]] | None = None
 
     def resolve(self, program: Program) -> Carried:
         """The call-edge extraction of ``program``, reusing what the remembered commit proves."""
@@ -85,14 +87,18 @@ class EdgeCarry:
             changed = _changed_paths(self._blobs, program)
             touched: dict[frozenset[Span], bool] = {}
             vias: dict[frozenset[Span], str] = {}
-            entries: list[tuple[EdgeKey, Signature, str | None]] = []
+            entries: list[_Resolved] = []
             fresh: list[EdgeKey] = []
             reused: list[str] = []
             for key in sorted(graph.edges):
+                known = self._known.get(key)
+                if known is None:  # signed once the drafts are gone (``remember``): the run's peak
+                    fresh.append(key)
+                    entries.append((key, None, None))
+                    continue
                 edge = graph.edges[key]
                 sig = signature(edge, vias)
-                known = self._known.get(key)
-                if known is not None and known[0] == sig and not _touches(edge, changed, touched):
+                if known[0] == sig and not _touches(edge, changed, touched):
                     reused.append(known[1])
                     entries.append((key, sig, known[1]))
                 else:
@@ -100,7 +106,7 @@ class EdgeCarry:
                     entries.append((key, sig, None))
             drafts = edge_drafts(program, graph, fresh)
         self._known = {}
-        self._pending = (program, entries)
+        self._pending = (program, graph, entries)
         return Carried(Extraction(drafts=drafts, gaps=tuple(graph.gaps)), tuple(reused))
 
     def remember(self, program: Program, drafted: Sequence[str]) -> None:
@@ -111,14 +117,16 @@ class EdgeCarry:
         if pending is None or pending[0] is not program:
             self.forget()
             return
+        _, graph, resolved = pending
         ids = iter(drafted)
+        vias: dict[frozenset[Span], str] = {}
         entries: list[Entry] = []
-        for key, sig, artifact_id in pending[1]:
+        for key, sig, artifact_id in resolved:
             found = artifact_id if artifact_id is not None else next(ids, None)
             if found is None:
                 self.forget()
                 return
-            entries.append((key, sig, found))
+            entries.append((key, sig if sig is not None else signature(graph.edges[key], vias), found))
         if next(ids, None) is not None:
             self.forget()
             return
