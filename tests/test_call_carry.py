@@ -174,21 +174,24 @@ def _cold_from_store(repo: Path, sha: str) -> set[str]:
 def test_kb_watch_carries_edges_and_publishes_the_cold_ids(
     kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``kb watch --once`` indexing four commits in one process reuses edges from the second on
-    (the call-edge materialization's ``reused`` metadata) and publishes, for each commit, exactly
-    the call edges a cold extraction of it builds."""
+    """``kb watch --once`` indexing four commits in one process, with no carry file to start from,
+    reuses edges from its second commit on (the call-edge materialization's ``reused`` metadata),
+    publishes for each commit exactly the call edges a cold extraction of it builds, and leaves
+    the carry file for the next run."""
     repo, shas = _repo(tmp_path)
-    assert kb_env.kb("index", repo, "--sha", shas[0]).code == 0
     for name, value in kb_env.environ.items():
         monkeypatch.setenv(name, value)
+    assert kb_env.kb("index", repo, "--sha", shas[0]).code == 0
+    path = carries.carry_file(load_settings().kb_home, GitRepo.open(repo).key())
+    path.unlink()
     watched = kb_env.kb("watch", repo, "--once")
     assert watched.code == 0, watched.stderr
     for sha in shas:
         assert _published_calls(kb_env, repo, sha) == _cold_from_store(repo, sha)
     reused = _reused(repo)
-    assert reused[shas[0]] == 0  # indexed by `kb index`: no carry
-    assert reused[shas[1]] == 0  # the watch's first commit: nothing to carry yet
+    assert reused[shas[1]] == 0  # the watch's first commit: no file, nothing kept yet
     assert all(isinstance(n, int) and n > 0 for n in (reused[sha] for sha in shas[2:])), reused
+    assert path.is_file()
 
 
 def test_ids_the_store_lacks_are_drafted_again(
@@ -207,7 +210,7 @@ def test_ids_the_store_lacks_are_drafted_again(
     before = program_from_files(list(_versions())[-2][1])
     carried = elsewhere.resolve(before)
     elsewhere.remember(before, ["f" * 64] * len(carried.extraction.drafts))
-    monkeypatch.setattr(carries, "_active", elsewhere)
+    monkeypatch.setattr(carries, "_kept", elsewhere)
     forget_programs()
     program = load_program(git, store.engine, shas[-1], limits=ParseLimits(), workers=1)
     result = extract.extract_commit(store.engine, program, CallsExtractor())
@@ -243,7 +246,7 @@ def test_kb_index_carries_edges_through_its_file(
     assert kb_env.kb("index", repo, "--sha", shas[2]).code == 0
     current = carries.open_carry(CallsExtractor(), path)
     assert current is not None
-    path.write_bytes(current.dump("parser of another knowbase"))
+    path.write_bytes(b"".join(current.dump("parser of another knowbase")))
     assert kb_env.kb("index", repo, "--sha", shas[3]).code == 0
     assert kb_env.kb("index", repo, "--sha", shas[4]).code == 0
     for sha in shas:

@@ -1,12 +1,12 @@
 """Where the call edges carried to the next commit (``call_carry``) live between commits.
 
-``kb watch`` indexes commit after commit in one process and keeps them in memory
-(``carried_between_commits``). Every other run (``kb index``, a run the branch sensor launched)
-is a process of its own, so the edges go to a file per repository under ``KB_HOME``
-(``carry/<repo key>.calls``, ~10 MB for Django), read by the next run whatever commit it
-indexes: an entry only says which id an edge of given fields over given blobs has, which is true
-of any commit. A missing, unreadable or outdated file (another parser or extractor version) is
-an empty carry; writing it is best effort, since it only saves the next run some work.
+Every run (``kb index``, a run the branch sensor launched, each commit of ``kb watch``) leaves
+them in a file per repository under ``KB_HOME`` (``carry/<repo key>.calls``, ~10 MB for Django),
+read by the next run whatever commit it indexes: an entry only says which id an edge of given
+fields over given blobs has, which is true of any commit. ``kb watch`` also keeps the carry in
+memory between its commits (``carried_between_commits``), so it reads the file once. A missing,
+unreadable or outdated file (another parser or extractor version) is an empty carry; writing it
+is best effort, since it only saves the next run some work.
 """
 
 from __future__ import annotations
@@ -23,20 +23,23 @@ from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.ids import ARTIFACT_ID_VERSION
 
-_active: EdgeCarry | None = None
-"""The in-memory carry, while ``carried_between_commits`` is active."""
+_watching = False
+"""Whether ``carried_between_commits`` is active."""
+_kept: EdgeCarry | None = None
+"""The carry kept in memory by ``carried_between_commits`` (None until its first commit)."""
 
 
 @contextmanager
 def carried_between_commits() -> Iterator[None]:
-    """Within: the call edges are carried in memory from each commit this process indexes to the
-    next (``kb watch``), and no carry file is read or written."""
-    global _active  # noqa: PLW0603 - process state: the carry lives as long as the watch
-    previous, _active = _active, EdgeCarry()
+    """Within: the carry stays in memory from each commit this process indexes to the next
+    (``kb watch``); the file is read at the first commit only, and still written after each."""
+    global _watching, _kept
+    previous = _watching, _kept
+    _watching, _kept = True, None
     try:
         yield
     finally:
-        _active = previous
+        _watching, _kept = previous
 
 
 def carry_file(kb_home: Path, repo_key: str) -> Path:
@@ -45,32 +48,38 @@ def carry_file(kb_home: Path, repo_key: str) -> Path:
 
 
 def open_carry(extractor: Extractor, path: Path | None) -> EdgeCarry | None:
-    """The carry ``extractor`` resolves against (only the call edges have one): the watch's, else
-    the file's (``path``; None: no carry)."""
+    """The carry ``extractor`` resolves against (only the call edges have one): the one kept in
+    memory, else the file's (``path``; None: no file, and no carry outside a watch)."""
+    global _kept  # noqa: PLW0603 - see carried_between_commits
     if not isinstance(extractor, CallsExtractor):
         return None
-    if _active is not None:
-        return _active
-    if path is None:
-        return None
+    if _kept is not None:
+        return _kept
+    carry = _read(path) if path is not None else EdgeCarry() if _watching else None
+    if _watching:
+        _kept = carry
+    return carry
+
+
+def _read(path: Path) -> EdgeCarry:
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            return EdgeCarry.load(stream, _stamp())
     except OSError:
         return EdgeCarry()
-    return EdgeCarry.load(data, _stamp())
 
 
 def keep_carry(carry: EdgeCarry, path: Path | None) -> bool:
-    """Store a file-backed carry for the next run (the watch's stays in memory); False if the
-    file could not be written."""
-    if carry is _active or path is None:
+    """Write the carry for the next run (``path``; None: nowhere); False if the file could not be
+    written."""
+    if path is None:
         return True
     written: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, delete=False) as out:
             written = out.name
-            out.write(carry.dump(_stamp()))
+            out.writelines(carry.dump(_stamp()))
         os.replace(written, path)  # readers see the old file or the new one, never a part
     except OSError:
         if written is not None:

@@ -81,8 +81,8 @@ def extract_commit(
     content-addressed and goes in with its grounding, so a batch stored by a run that then fails
     is only unused content; no writer holds one batch's row locks while waiting for the next
     batch's, so writers of overlapping sets cannot deadlock. The commit's staged entries and gaps
-    are replaced in one last transaction, as before. The call edges a carry (``carries``: the
-    watch's, else ``carry_file``'s) knows unchanged come as ids, staged once they are found
+    are replaced in one last transaction, as before. The call edges a carry (``carries``: the one
+    a watch keeps, else ``carry_file``'s) knows unchanged come as ids, staged once they are found
     stored; if one is not (a carry made on another store), every edge is drafted again.
     """
     carry = open_carry(extractor, carry_file)

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph, paused_gc
 from kb_assets.core.callgraph.values import Span
@@ -32,7 +33,7 @@ Signature = bytes
 """A 128-bit digest of every field of an ``Edge`` its draft reads, but the (caller, callee) key:
 compact enough to keep for a whole commit (Django: 75,908 edges) and to store between processes."""
 
-FORMAT = "2"
+FORMAT = "4"
 """Version of ``EdgeCarry.dump``'s bytes and of the signature rule; checked by ``load``."""
 
 
@@ -58,102 +59,131 @@ class Carried:
     """Artifact ids of the edges unchanged since the remembered commit."""
 
 
-Entry = tuple[EdgeKey, Signature, str]
-"""One remembered edge: its key, its signature, its artifact id."""
-_Resolved = tuple[EdgeKey, Signature | None, str | None]
-"""One edge of the commit being indexed: its signature if already made, its id if reused."""
+SIGNATURE_BYTES = 16
+DUMP_EDGES = 4096
+"""Edges per record of ``EdgeCarry.dump`` (~0.5 MB each)."""
+
+
+@dataclass(slots=True)
+class _Resolving:
+    """The commit being indexed, between ``resolve`` and ``remember``: its edges in draft order,
+    the signatures already made (None: made in ``remember``) and the ids reused (None: drafted)."""
+
+    program: Program
+    graph: CallGraph
+    keys: list[EdgeKey]
+    signatures: list[Signature | None]
+    reused: list[str | None]
 
 
 class EdgeCarry:
-    """The call edges of the last commit whose staging this process finished, by (caller, callee).
-
-    Remembered as the list the resolution made (no second copy at the end of a run, when the
-    index's memory peaks), turned into a lookup on the next ``resolve``."""
+    """The call edges of the last commit whose staging this process finished: keys, signatures
+    and ids in three parallel sequences (the signatures in one ``bytes``), not a tuple and a
+    ``bytes`` object per edge. A full index remembers all 75,908 of Django's edges at the end of
+    its ``call_edges`` step, and small objects made there would stay in the run's memory."""
 
     def __init__(self) -> None:
         self._blobs: Mapping[str, str] = {}
-        self._entries: list[Entry] = []
-        self._known: dict[EdgeKey, tuple[Signature, str]] = {}
-        self._pending: tuple[Program, CallGraph, list[_Resolved]] | None = None
+        self._keys: list[EdgeKey] = []
+        self._signatures = b""
+        self._ids: list[str] = []
+        self._pending: _Resolving | None = None
 
     def resolve(self, program: Program) -> Carried:
         """The call-edge extraction of ``program``, reusing what the remembered commit proves."""
         self._pending = None
-        if self._entries:
-            self._known = {key: (sig, artifact_id) for key, sig, artifact_id in self._entries}
-            self._entries = []
+        at = {key: n for n, key in enumerate(self._keys)}
+        remembered, ids = self._signatures, self._ids
         with paused_gc():
             graph = call_graph(program)
             changed = _changed_paths(self._blobs, program)
             touched: dict[frozenset[Span], bool] = {}
             vias: dict[frozenset[Span], str] = {}
-            entries: list[_Resolved] = []
+            pending = _Resolving(program, graph, sorted(graph.edges), [], [])
             fresh: list[EdgeKey] = []
-            reused: list[str] = []
-            for key in sorted(graph.edges):
-                known = self._known.get(key)
-                if known is None:  # signed once the drafts are gone (``remember``): the run's peak
+            for key in pending.keys:
+                n = at.get(key)
+                if n is None:  # signed once the drafts are gone (``remember``): the run's peak
                     fresh.append(key)
-                    entries.append((key, None, None))
+                    pending.signatures.append(None)
+                    pending.reused.append(None)
                     continue
                 edge = graph.edges[key]
                 sig = signature(edge, vias)
-                if known[0] == sig and not _touches(edge, changed, touched):
-                    reused.append(known[1])
-                    entries.append((key, sig, known[1]))
+                start = n * SIGNATURE_BYTES
+                same = remembered[start : start + SIGNATURE_BYTES] == sig
+                if same and not _touches(edge, changed, touched):
+                    pending.reused.append(ids[n])
                 else:
                     fresh.append(key)
-                    entries.append((key, sig, None))
+                    pending.reused.append(None)
+                pending.signatures.append(sig)
             drafts = edge_drafts(program, graph, fresh)
-        self._known = {}
-        self._pending = (program, graph, entries)
-        return Carried(Extraction(drafts=drafts, gaps=tuple(graph.gaps)), tuple(reused))
+        self._pending = pending
+        reused = tuple(found for found in pending.reused if found is not None)
+        return Carried(Extraction(drafts=drafts, gaps=tuple(graph.gaps)), reused)
 
     def remember(self, program: Program, drafted: Sequence[str]) -> None:
         """The commit's edges are staged: remember them for the next commit. ``drafted``: the ids
         of the drafted edges, in draft order (one artifact per draft; any other count means the
         run is not the one resolved, and nothing is remembered)."""
         pending, self._pending = self._pending, None
-        if pending is None or pending[0] is not program:
+        if pending is None or pending.program is not program:
             self.forget()
             return
-        _, graph, resolved = pending
-        ids = iter(drafted)
+        made = iter(drafted)
         vias: dict[frozenset[Span], str] = {}
-        entries: list[Entry] = []
-        for key, sig, artifact_id in resolved:
-            found = artifact_id if artifact_id is not None else next(ids, None)
+        signatures = bytearray()
+        ids: list[str] = []
+        for key, sig, reused in zip(pending.keys, pending.signatures, pending.reused, strict=True):
+            found = reused if reused is not None else next(made, None)
             if found is None:
                 self.forget()
                 return
-            entries.append((key, sig if sig is not None else signature(graph.edges[key], vias), found))
-        if next(ids, None) is not None:
+            signatures += sig if sig is not None else signature(pending.graph.edges[key], vias)
+            ids.append(found)
+        if next(made, None) is not None:
             self.forget()
             return
-        self._entries, self._known = entries, {}
+        self._keys, self._signatures, self._ids = pending.keys, bytes(signatures), ids
         self._blobs = {path: source.blob_id for path, source in program.files.items()}
 
     def forget(self) -> None:
         """Remember nothing (the next commit drafts every edge)."""
-        self._blobs, self._entries, self._known, self._pending = {}, [], {}, None
+        self._blobs, self._keys, self._signatures, self._ids, self._pending = {}, [], b"", [], None
 
-    def dump(self, stamp: str) -> bytes:
-        """The remembered commit as bytes ``load`` reads back in another process; ``stamp`` names
-        everything the ids depend on besides the edges (parser and extractor versions)."""
-        entries = self._entries or [(key, sig, found) for key, (sig, found) in self._known.items()]
-        return marshal.dumps((FORMAT, stamp, dict(self._blobs), entries))
+    def dump(self, stamp: str) -> Iterator[bytes]:
+        """The remembered commit as the records ``load`` reads back in another process: a header
+        (``stamp`` names everything the ids depend on besides the edges, the parser and extractor
+        versions), then ``DUMP_EDGES`` edges per record. One ~9 MB record for Django made at the
+        end of a full index's ``call_edges`` step stayed in the run's memory (+12 MiB at its peak)."""
+        yield marshal.dumps((FORMAT, stamp, dict(self._blobs), len(self._keys)))
+        for start in range(0, len(self._keys), DUMP_EDGES):
+            end = start + DUMP_EDGES
+            part = self._signatures[start * SIGNATURE_BYTES : end * SIGNATURE_BYTES]
+            yield marshal.dumps((self._keys[start:end], part, self._ids[start:end]))
 
     @classmethod
-    def load(cls, data: bytes, stamp: str) -> EdgeCarry:
-        """A carry from ``dump``'s bytes; empty unless they are readable, of this format and made
-        under the same ``stamp``."""
+    def load(cls, stream: BinaryIO, stamp: str) -> EdgeCarry:
+        """A carry from ``dump``'s records; empty unless they are readable, of this format, made
+        under the same ``stamp`` and consistent."""
         carry = cls()
         try:
-            version, made_under, blobs, entries = marshal.loads(data)  # noqa: S302 - knowbase's own file
+            version, made_under, blobs, count = marshal.load(stream)  # noqa: S302 - our own file
+            if (version, made_under) != (FORMAT, stamp) or not isinstance(blobs, dict):
+                return carry
+            keys: list[EdgeKey] = []
+            signatures = bytearray()
+            ids: list[str] = []
+            while len(keys) < count:
+                part_keys, part_signatures, part_ids = marshal.load(stream)  # noqa: S302
+                keys += part_keys
+                signatures += part_signatures
+                ids += part_ids
         except (EOFError, ValueError, TypeError):
             return carry
-        if (version, made_under) == (FORMAT, stamp) and isinstance(blobs, dict) and isinstance(entries, list):
-            carry._blobs, carry._entries = blobs, entries
+        if len(signatures) == SIGNATURE_BYTES * count and len(keys) == len(ids) == count:
+            carry._blobs, carry._keys, carry._signatures, carry._ids = blobs, keys, bytes(signatures), ids
         return carry
 
 
