@@ -60,6 +60,7 @@ class Carried:
 
 
 SIGNATURE_BYTES = 16
+"""Length of a ``Signature``."""
 DUMP_EDGES = 4096
 """Edges per record of ``EdgeCarry.dump`` (~0.5 MB each)."""
 
