@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kb_assets.core.callgraph.values import FORMS
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.extractors.calls import CallsExtractor
@@ -89,5 +90,7 @@ def keep_carry(carry: EdgeCarry, path: Path | None) -> bool:
 
 
 def _stamp() -> str:
-    """Everything a carried id depends on besides the edge and its blobs."""
-    return f"parser {parser_version()}; calls {CallsExtractor.version}; ids {ARTIFACT_ID_VERSION}"
+    """Everything a carried id depends on besides the edge and its blobs (the forms' names too: a
+    signature holds their bit mask)."""
+    versions = f"parser {parser_version()}; calls {CallsExtractor.version}; ids {ARTIFACT_ID_VERSION}"
+    return f"{versions}; forms {','.join(FORMS)}"
