@@ -15,6 +15,7 @@ from kb_assets.cli.instance import open_instance
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.extractors.calls import CallsExtractor, logical_key
+from kb_assets.core.extractors.entities import EntitiesExtractor
 from kb_assets.core.grounding import artifact_batches
 from kb_assets.core.models import Artifact
 from kb_assets.core.program import Program
@@ -146,6 +147,27 @@ def test_ids_that_do_not_match_the_drafts_are_not_remembered() -> None:
         ids = [a.artifact_id for a in _built(program, drafts)]
         carry.remember(program, ids[:-1] if not extra else ids + extra)
         assert not carry.resolve(program_from_files(V1)).reused
+
+
+def test_a_watch_keeps_its_carry_in_memory_and_reads_the_file_once(tmp_path: Path) -> None:
+    """Within ``carried_between_commits`` the first commit's carry comes from the file and every
+    later commit gets that same object back, whatever the file holds meanwhile; outside it, every
+    run reads the file again. Other extractors have no carry."""
+    path = tmp_path / "carry" / "repo.calls"
+    made = EdgeCarry()
+    _remembered(made, V1)
+    assert carries.keep_carry(made, path)
+    with carries.carried_between_commits():
+        kept = carries.open_carry(CallsExtractor(), path)
+        assert kept is not None
+        assert kept.resolve(program_from_files(V1)).reused
+        path.write_bytes(b"not a carry")
+        assert carries.open_carry(CallsExtractor(), path) is kept
+        assert carries.open_carry(EntitiesExtractor(), path) is None
+    outside = carries.open_carry(CallsExtractor(), path)
+    assert outside is not None
+    assert outside is not kept
+    assert not outside.resolve(program_from_files(V1)).reused
 
 
 # --- through the store -------------------------------------------------------------------------
