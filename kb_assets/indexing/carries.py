@@ -5,7 +5,7 @@ them in a file per repository under ``KB_HOME`` (``carry/<repo key>.calls``, ~10
 read by the next run whatever commit it indexes: an entry only says which id an edge of given
 fields over given blobs has, which is true of any commit. ``kb watch`` also keeps the carry in
 memory between its commits (``carried_between_commits``), so it reads the file once. A missing,
-unreadable or outdated file (another parser or extractor version) is an empty carry; writing it
+unreadable or outdated file (another ``call_carry.stamp``) is an empty carry; writing it
 is best effort, since it only saves the next run some work.
 """
 
@@ -17,12 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kb_assets.core.callgraph.values import FORMS
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.extractors.calls import CallsExtractor
-from kb_assets.core.extractors.registry import parser_version
-from kb_assets.core.ids import ARTIFACT_ID_VERSION
 
 _watching = False
 """Whether ``carried_between_commits`` is active."""
@@ -56,7 +53,9 @@ def open_carry(extractor: Extractor, path: Path | None) -> EdgeCarry | None:
         return None
     if _kept is not None:
         return _kept
-    carry = _read(path) if path is not None else EdgeCarry() if _watching else None
+    if path is None and not _watching:
+        return None
+    carry = _read(path) if path is not None else EdgeCarry()
     if _watching:
         _kept = carry
     return carry
@@ -65,7 +64,7 @@ def open_carry(extractor: Extractor, path: Path | None) -> EdgeCarry | None:
 def _read(path: Path) -> EdgeCarry:
     try:
         with path.open("rb") as stream:
-            return EdgeCarry.load(stream, _stamp())
+            return EdgeCarry.load(stream)
     except OSError:
         return EdgeCarry()
 
@@ -80,17 +79,10 @@ def keep_carry(carry: EdgeCarry, path: Path | None) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, delete=False) as out:
             written = out.name
-            out.writelines(carry.dump(_stamp()))
+            out.writelines(carry.dump())
         os.replace(written, path)  # readers see the old file or the new one, never a part
     except OSError:
         if written is not None:
             Path(written).unlink(missing_ok=True)
         return False
     return True
-
-
-def _stamp() -> str:
-    """Everything a carried id depends on besides the edge and its blobs (the forms' names too: a
-    signature holds their bit mask)."""
-    versions = f"parser {parser_version()}; calls {CallsExtractor.version}; ids {ARTIFACT_ID_VERSION}"
-    return f"{versions}; forms {','.join(FORMS)}"

@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph, paused_gc
-from kb_assets.core.callgraph.values import Span
+from kb_assets.core.callgraph.values import FORMS, Span
 from kb_assets.core.extractors.base import Extraction
-from kb_assets.core.extractors.calls import edge_drafts
+from kb_assets.core.extractors.calls import CallsExtractor, edge_drafts
+from kb_assets.core.extractors.registry import parser_version
+from kb_assets.core.ids import ARTIFACT_ID_VERSION
 from kb_assets.core.program import Program
 
 EdgeKey = tuple[str, str]
@@ -33,8 +35,16 @@ Signature = bytes
 """A 128-bit digest of every field of an ``Edge`` its draft reads, but the (caller, callee) key:
 compact enough to keep for a whole commit (Django: 75,908 edges) and to store between processes."""
 
-FORMAT = "4"
-"""Version of ``EdgeCarry.dump``'s bytes and of the signature rule; checked by ``load``."""
+FORMAT = "5"
+"""Version of ``EdgeCarry.dump``'s records and of the signature rule (part of ``stamp``)."""
+
+
+def stamp() -> str:
+    """Everything a carried id depends on besides an edge's fields and its files' blobs: the
+    carry's format, the parser (a span is named by its ordinal), the calls extractor, the id rule,
+    and the forms' names (a signature holds their bit mask). ``load`` refuses another stamp."""
+    versions = f"format {FORMAT}; parser {parser_version()}; calls {CallsExtractor.version}"
+    return f"{versions}; ids {ARTIFACT_ID_VERSION}; forms {','.join(FORMS)}"
 
 
 def signature(edge: Edge, vias: dict[frozenset[Span], str]) -> Signature:
@@ -153,25 +163,25 @@ class EdgeCarry:
         """Remember nothing (the next commit drafts every edge)."""
         self._blobs, self._keys, self._signatures, self._ids, self._pending = {}, [], b"", [], None
 
-    def dump(self, stamp: str) -> Iterator[bytes]:
+    def dump(self) -> Iterator[bytes]:
         """The remembered commit as the records ``load`` reads back in another process: a header
-        (``stamp`` names everything the ids depend on besides the edges, the parser and extractor
-        versions), then ``DUMP_EDGES`` edges per record. One ~9 MB record for Django made at the
-        end of a full index's ``call_edges`` step stayed in the run's memory (+12 MiB at its peak)."""
-        yield marshal.dumps((FORMAT, stamp, dict(self._blobs), len(self._keys)))
+        (``stamp``, the blobs, the edge count), then ``DUMP_EDGES`` edges per record. One ~9 MB
+        record for Django, made at the end of a full index's ``call_edges`` step, stayed in the
+        run's memory (+12 MiB at its peak)."""
+        yield marshal.dumps((stamp(), dict(self._blobs), len(self._keys)))
         for start in range(0, len(self._keys), DUMP_EDGES):
             end = start + DUMP_EDGES
             part = self._signatures[start * SIGNATURE_BYTES : end * SIGNATURE_BYTES]
             yield marshal.dumps((self._keys[start:end], part, self._ids[start:end]))
 
     @classmethod
-    def load(cls, stream: BinaryIO, stamp: str) -> EdgeCarry:
-        """A carry from ``dump``'s records; empty unless they are readable, of this format, made
-        under the same ``stamp`` and consistent."""
+    def load(cls, stream: BinaryIO) -> EdgeCarry:
+        """A carry from ``dump``'s records; empty unless they are readable, made under this
+        ``stamp`` and consistent."""
         carry = cls()
         try:
-            version, made_under, blobs, count = marshal.load(stream)  # noqa: S302 - our own file
-            if (version, made_under) != (FORMAT, stamp) or not isinstance(blobs, dict):
+            made_under, blobs, count = marshal.load(stream)  # noqa: S302 - our own file
+            if made_under != stamp() or not isinstance(blobs, dict):
                 return carry
             keys: list[EdgeKey] = []
             signatures = bytearray()
