@@ -12,7 +12,7 @@ holds it), and, unless ``--skip-watch``, a warm ``kb watch`` taking commits on t
 before each watch, so both see the same history). Which code a ``kb`` process runs is decided by
 ``PYTHONPATH`` and by running from a neutral directory: ``python -m`` puts the current directory
 first on ``sys.path``, so an A/B started inside one checkout runs that checkout twice. Each
-variant's ``kb_assets`` location is printed and checked before anything is measured.
+variant's ``kb_assets`` location is printed and checked before each of its rounds.
 Prints figures; asserts nothing about speed.
 """
 
@@ -53,7 +53,8 @@ def code_env(tree: Path, home: Path) -> dict[str, str]:
 
 
 def check_code(label: str, tree: Path, env: dict[str, str]) -> None:
-    """Fail unless a process started like the measured ones imports ``kb_assets`` from ``tree``."""
+    """Fail unless a process started with ``env``, as the measured ones are, imports ``kb_assets``
+    from ``tree``."""
     found = subprocess.run(
         [sys.executable, "-c", "import kb_assets; print(kb_assets.__file__)"],
         env=env,
@@ -83,6 +84,7 @@ def one_round(label: str, tree: Path, repo: Path, shas: tuple[str, str], work: P
     home = work / f"home-{label}"
     shutil.rmtree(home, ignore_errors=True)
     env = code_env(tree, home)
+    check_code(label, tree, env)
     full, one = shas
     try:
         measure(kb("migrate", str(repo)), env)
@@ -120,8 +122,6 @@ def main() -> int:
     try:
         with worktree(args.base) as before:
             variants = (("before", before), ("after", ROOT))
-            for label, tree in variants:
-                check_code(label, tree, code_env(tree, work / "unused"))
             for n in range(args.rounds):
                 print(f"round {n + 1}", flush=True)
                 for label, tree in variants:

@@ -19,7 +19,7 @@ from kb_assets.core.callgraph.graph import call_graph
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.extractors.calls import CallsExtractor
-from kb_assets.core.grounding import artifact_batches, build_artifacts
+from kb_assets.core.grounding import artifact_batches
 from kb_assets.core.models import Artifact
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
@@ -39,11 +39,10 @@ def timed(label: str, work: Callable[[], T]) -> T:
     return result
 
 
-def built(program: Program, drafts: Iterable[Draft], *, sort: bool = True) -> list[Artifact]:
-    """The drafts' artifacts (in draft order unless ``sort``: ``EdgeCarry.remember`` needs it)."""
+def built(program: Program, drafts: Iterable[Draft]) -> list[Artifact]:
+    """The drafts' artifacts in draft order, built as the writer builds them (``EdgeCarry.remember``
+    takes the ids in that order)."""
     version = CallsExtractor.version
-    if sort:
-        return build_artifacts(drafts, extractor_id="calls", extractor_version=version, program=program)
     batches = artifact_batches(
         drafts, extractor_id="calls", extractor_version=version, program=program, size=20_000
     )
@@ -66,7 +65,7 @@ def main() -> None:
     carry = EdgeCarry()
     base = program(args.base)
     first = carry.resolve(base)
-    carry.remember(base, [a.artifact_id for a in built(base, first.extraction.drafts, sort=False)])
+    carry.remember(base, [a.artifact_id for a in built(base, first.extraction.drafts)])
     del first
     new = program(args.rev)
     timed("call graph (both ways)", lambda: call_graph(new))
