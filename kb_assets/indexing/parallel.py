@@ -11,13 +11,13 @@ each batch; at most a few batches are in flight at once.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from kb_assets.core.blobs import analyze_blob, encode_blob
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS
+from kb_assets.core.forked import cores
 from kb_assets.core.models import EncodedBlob
 from kb_assets.core.spans import ParseLimits
 
@@ -52,12 +52,7 @@ def _batches(blobs: Iterable[tuple[str, bytes]]) -> Iterator[list[tuple[str, byt
 
 def worker_count(requested: int) -> int:
     """How many processes to use: the request, else every core this process may run on."""
-    if requested > 0:
-        return requested
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    return requested if requested > 0 else cores()
 
 
 def analyze_blobs(

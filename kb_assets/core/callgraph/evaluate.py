@@ -6,7 +6,8 @@ scopes (class bodies are skipped, as in Python), then the module through the sym
 builtins. A name whose bindings disagree is unknown. The first parameter of a method is an instance
 of its class (the class itself in a classmethod); an annotated parameter is an instance of its
 annotation. Attribute and call steps are ``members.Members``'. Everything is memoized per program
-and cycle-safe (a binding that depends on itself is unknown).
+and cycle-safe (a binding that depends on itself is unknown), and memoized answers do not depend
+on the order of evaluation (``guards``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import builtins
 from collections.abc import Sequence
 
 from kb_assets.core.callgraph.exprs import segments
+from kb_assets.core.callgraph.guards import NO_HIT, Guards
 from kb_assets.core.callgraph.hierarchy import Hierarchy
 from kb_assets.core.callgraph.index import (
     ANNOTATED,
@@ -45,7 +47,6 @@ from kb_assets.core.symbols.table import SymbolTable
 
 _BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 _UNSET = object()
-_ACTIVE = object()
 
 
 class Evaluator:
@@ -53,10 +54,12 @@ class Evaluator:
 
     def __init__(self, scopes: Scopes, table: SymbolTable) -> None:
         self.scopes, self.table = scopes, table
-        self.hierarchy = Hierarchy(scopes, self.expr)
+        self.guards = Guards()
+        self.hierarchy = Hierarchy(scopes, self.expr, self.guards)
         self.members = Members(self)
         self._memo: dict[tuple[ScopeRef, str], object] = {}
-        """(scope, expression) -> its ``Resolved`` or None, or ``_ACTIVE`` while being evaluated."""
+        """(scope, expression) -> its ``Resolved`` or None, or its depth (an int) while being
+        evaluated (``guards``)."""
         self._globals: dict[tuple[str, str], object] = {}
         self._receivers: dict[ScopeRef, object] = {}
 
@@ -79,15 +82,22 @@ class Evaluator:
     def expr(self, ref: ScopeRef, expr: str) -> Resolved | None:
         """What the expression string ``expr`` is, evaluated in scope ``ref``.
 
-        The memo doubles as the cycle guard: while a key is being evaluated it maps to ``_ACTIVE``,
-        and evaluating it again meanwhile answers unknown (one dictionary, not a memo and a set:
-        this runs a few hundred thousand times per commit, so it is also evaluated inline)."""
+        The memo doubles as the cycle guard: while a key is being evaluated it maps to its depth,
+        and evaluating it again meanwhile answers unknown; an answer that read such an unknown from
+        outside itself is not kept (``guards``). One dictionary, not a memo and a set, and the
+        guards' bookkeeping inline: this runs a few hundred thousand times per commit."""
         key = (ref, expr)
         memo = self._memo
         found = memo.get(key, _UNSET)
+        guards = self.guards
         if found is not _UNSET:
-            return None if found is _ACTIVE else found  # type: ignore[return-value]
-        memo[key] = _ACTIVE
+            if type(found) is int:
+                guards.low = min(guards.low, found)
+                return None
+            return found  # type: ignore[return-value]
+        guards.depth = depth = guards.depth + 1
+        saved, guards.low = guards.low, NO_HIT
+        memo[key] = depth
         try:
             parts = segments(expr)
             head, calls = parts[0]
@@ -99,8 +109,16 @@ class Evaluator:
                 result = self.apply(self.expr(ref, head), calls, parts[1:])
         except BaseException:
             del memo[key]
+            guards.leave(depth, saved)
             raise
-        memo[key] = result
+        guards.depth = depth - 1
+        low = guards.low
+        if low < depth:  # read an unknown from a question outside it: answered afresh next time
+            del memo[key]
+            guards.low = min(low, saved)
+        else:
+            memo[key] = result
+            guards.low = saved
         return result
 
     def apply(
@@ -215,7 +233,10 @@ class Evaluator:
         key = (module, name)
         found = self._globals.get(key, _UNSET)
         if found is _UNSET:
-            found = self._globals[key] = self._global_name(module, name)
+            saved = self.guards.start()
+            found = self._global_name(module, name)
+            if self.guards.settled(saved):
+                self._globals[key] = found
         return found  # type: ignore[return-value]
 
     def _global_name(self, module: str, name: str) -> Resolved | None:

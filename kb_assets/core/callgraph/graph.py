@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
+from kb_assets.core.callgraph import parts
 from kb_assets.core.callgraph.evaluate import Evaluator
 from kb_assets.core.callgraph.index import ScopeRef, Scopes
 from kb_assets.core.callgraph.passing import Passings
@@ -39,6 +41,7 @@ from kb_assets.core.callgraph.values import (
     Span,
     union_spans,
 )
+from kb_assets.core.forked import fork
 from kb_assets.core.models import JSON, Gap
 from kb_assets.core.program import Program
 from kb_assets.core.program_memo import PerProgram
@@ -113,6 +116,8 @@ class CallGraph:
     nodes: dict[str, Def] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
     stats: Counter[str] = field(default_factory=Counter)
+    helped: bool = False
+    """Whether a forked copy resolved part of the scopes (``parts``)."""
     _out: dict[str, list[Edge]] | None = None
     _spans: dict[Span, tuple[Span, ...]] = field(default_factory=dict)
     """One shared ``callee_spans`` tuple per callee span: most edges have no other (memory)."""
@@ -196,13 +201,26 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _build(program: Program) -> CallGraph:
+def _build(program: Program, cut: int | None = None) -> CallGraph:
+    """Resolve the scopes before ``cut`` here and, where a forked copy can be made, the rest in
+    the copy at the same time (``parts``; ``cut`` defaults to ``parts.split``'s)."""
     scopes = Scopes(program)
     ev = Evaluator(scopes, symbol_table(program))
     graph = CallGraph(evaluator=ev)
     passings = Passings(ev)
-    for ref in scopes.refs():
-        resolve_scope(graph, passings, ref)
+    refs = list(scopes.refs())
+    cut = parts.split(scopes, refs) if cut is None else cut
+    helper = fork(partial(resolve_part, program, refs[cut:])) if cut < len(refs) else None
+    with helper if helper is not None else nullcontext():
+        for ref in refs[:cut]:
+            resolve_scope(graph, passings, ref)
+        part = helper.result() if helper is not None else None
+    if part is None:
+        for ref in refs[cut:]:
+            resolve_scope(graph, passings, ref)
+    else:
+        parts.merge(graph, passings, part)
+        graph.helped = True
     passings.resolve(graph)
     ev.release()
     graph._spans.clear()
@@ -210,6 +228,19 @@ def _build(program: Program) -> CallGraph:
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))
     return graph
+
+
+def resolve_part(program: Program, refs: Sequence[ScopeRef]) -> parts.Part:
+    """Resolve ``refs`` into a fresh graph (in a forked copy: ``_build``) and hand back what the
+    merge needs, without the evaluator."""
+    ev = Evaluator(Scopes(program), symbol_table(program))
+    graph = CallGraph(evaluator=ev)
+    passings = Passings(ev)
+    for ref in refs:
+        resolve_scope(graph, passings, ref)
+    return parts.Part(
+        graph.edges, graph.externals, graph.nodes, graph.stats, passings.calls, passings.arguments
+    )
 
 
 def resolve_scope(graph: CallGraph, passings: Passings, ref: ScopeRef) -> int:

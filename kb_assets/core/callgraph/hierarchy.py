@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kb_assets.core.callgraph.guards import Guards
 from kb_assets.core.callgraph.index import ScopeRef, Scopes
 from kb_assets.core.callgraph.values import Cls, Def, Ext, Resolved
 
@@ -61,10 +62,11 @@ Evaluate = Callable[[ScopeRef, str], Resolved | None]
 class Hierarchy:
     """MROs and member lookups, memoized per program."""
 
-    def __init__(self, scopes: Scopes, evaluate: Evaluate) -> None:
-        self.scopes, self.evaluate = scopes, evaluate
+    def __init__(self, scopes: Scopes, evaluate: Evaluate, guards: Guards) -> None:
+        self.scopes, self.evaluate, self.guards = scopes, evaluate, guards
         self._mro: dict[Def, tuple[Entry, ...]] = {}
-        self._active: set[Def] = set()
+        self._active: dict[Def, int] = {}
+        """Classes whose order is being computed, with their depth (``guards``)."""
         self._found: dict[tuple[Def, str, Def | None, bool], Member | None] = {}
         self._attrs: dict[Def, dict[str, list[tuple[ScopeRef, str | None]]]] = {}
 
@@ -74,7 +76,7 @@ class Hierarchy:
 
     def release(self) -> None:
         """Drop the instance-attribute tables: a function of the call facts alone, rebuilt on demand
-        (the other memos stay: their answers may depend on what was being evaluated at the time)."""
+        (the orders and lookups stay: entry points and process paths ask for them again)."""
         self._attrs.clear()
 
     def mro(self, cls: Def) -> tuple[Entry, ...]:
@@ -82,17 +84,22 @@ class Hierarchy:
         found = self._mro.get(cls)
         if found is not None:
             return found
-        if cls in self._active:
+        active = self._active.get(cls)
+        if active is not None:
+            self.guards.hit(active)
             return (cls,)
-        self._active.add(cls)
+        depth, saved = self.guards.enter()
+        self._active[cls] = depth
         try:
             bases = self.bases(cls)
             order = _c3(cls, [list(self.mro(b)) if isinstance(b, Def) else [b] for b in bases], bases)
             if order is None:
                 order = _depth_first(cls, [self.mro(b) if isinstance(b, Def) else (b,) for b in bases])
         finally:
-            self._active.discard(cls)
-        self._mro[cls] = order
+            del self._active[cls]
+            kept = self.guards.leave(depth, saved)
+        if kept:
+            self._mro[cls] = order
         return order
 
     def bases(self, cls: Def) -> list[Entry]:
@@ -116,7 +123,10 @@ class Hierarchy:
         key = (cls, name, after, instance)
         found = self._found.get(key, _UNSET)
         if found is _UNSET:
-            found = self._found[key] = self._find(cls, name, after, instance)
+            saved = self.guards.start()
+            found = self._find(cls, name, after, instance)
+            if self.guards.settled(saved):
+                self._found[key] = found
         return found  # type: ignore[return-value]
 
     def _find(self, cls: Def, name: str, after: Def | None, instance: bool) -> Member | None:

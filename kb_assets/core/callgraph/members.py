@@ -69,7 +69,8 @@ class Members:
         self.ev = ev
         self._tasks: dict[Def, bool] = {}
         self._results: dict[Fn, Resolved | None] = {}
-        self._returning: set[Fn] = set()
+        self._returning: dict[Fn, int] = {}
+        """Functions whose result is being computed, with their depth (``guards``)."""
         self._definitions: dict[tuple[ScopeRef, str], Resolved] = {}
         self._imported: dict[tuple[str, str], Resolved | None] = {}
         self._lookups: dict[tuple[object, ...], Resolved | None] = {}
@@ -102,7 +103,10 @@ class Members:
         key = (base, attr)
         if key in self._imported:
             return self._imported[key]
-        found = self._imported[key] = self._import(base, attr)
+        saved = self.ev.guards.start()
+        found = self._import(base, attr)
+        if self.ev.guards.settled(saved):
+            self._imported[key] = found
         return found
 
     def _import(self, base: str, attr: str) -> Resolved | None:
@@ -186,6 +190,7 @@ class Members:
         if known is not _UNSET:
             return known  # type: ignore[return-value]
         r = Resolved(v)
+        saved = self.ev.guards.start()
         if type(v) is Super:
             member = self.ev.hierarchy.find(v.defn, name, after=v.defn, instance=v.instance)
             found = self._member(r, member, v.defn, v.defn, instance=v.instance, form="super")
@@ -193,7 +198,8 @@ class Members:
             instance = type(v) is Inst
             member = self.ev.hierarchy.find(v.defn, name, instance=instance)
             found = self._member(r, member, v.defn, None, instance=instance, form="inherited")
-        self._lookups[key] = found
+        if self.ev.guards.settled(saved):
+            self._lookups[key] = found
         return found
 
     def _member(
@@ -245,13 +251,20 @@ class Members:
         """The function's statically known result (memoized; recursion answers unknown)."""
         found: object = self._results.get(fn, _UNSET)
         if found is _UNSET:
-            if fn in self._returning:
+            guards = self.ev.guards
+            active = self._returning.get(fn)
+            if active is not None:
+                guards.hit(active)
                 return None
-            self._returning.add(fn)
+            depth, saved = guards.enter()
+            self._returning[fn] = depth
             try:
-                found = self._results[fn] = self._result(fn)
+                found = self._result(fn)
             finally:
-                self._returning.discard(fn)
+                del self._returning[fn]
+                kept = guards.leave(depth, saved)
+            if kept:
+                self._results[fn] = found
         return found.after(r) if isinstance(found, Resolved) else None
 
     def _result(self, fn: Fn) -> Resolved | None:

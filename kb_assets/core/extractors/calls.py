@@ -37,7 +37,7 @@ class CallsExtractor:
     """The ``call_edges`` asset's extractor."""
 
     extractor_id = FACTS_ID
-    version = "1"
+    version = "2"  # 2: answers inside resolution cycles no longer depend on the order (``guards``)
     facts_version = "1"
     kind = "call_edge"
     asset_name = "call_edges"

@@ -37,7 +37,7 @@ class ProcessPathsExtractor:
     """The ``process_paths`` asset's extractor (reads the call graph's facts; collects nothing)."""
 
     extractor_id = GAP_SOURCE
-    version = "1"
+    version = "2"  # 2: answers inside resolution cycles no longer depend on the order (``guards``)
     facts_version = "0"
     kind = "process_path"
     asset_name = "process_paths"

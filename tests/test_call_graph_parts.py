@@ -1,0 +1,198 @@
+"""The call graph resolved in two parts, one in a forked copy, is the one-pass graph; and a copy
+that fails or dies costs time, never the answer.
+
+The builds run in a freshly spawned process: a fork is only made from a process with one thread
+(``kb_assets.core.forked``), and the test process may hold threads of earlier tests. Each build
+there reports whether a copy actually resolved part of it, so a comparison cannot pass by never
+forking.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from kb_assets.core import forked
+from kb_assets.core.callgraph import graph as graph_module
+from kb_assets.core.callgraph import parts
+from kb_assets.core.callgraph.graph import CallGraph
+from kb_assets.core.callgraph.index import Scopes
+from kb_assets.core.extractors.calls import edge_drafts
+from kb_assets.core.grounding import build_artifacts
+from kb_assets.core.program import Program
+from tests.gitfixtures import read_folder
+from tests.programs import program_from_files
+from tests.test_call_graph_order import CYCLES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _programs() -> dict[str, Program]:
+    """Code with cycles and passed functions, the call-graph oracle's fixture, and knowbase's own
+    call-graph package (real code: classes, closures, decorators, a function defined twice)."""
+    oracle, _ = read_folder(ROOT / "fixtures" / "calls_oracle" / "01-initial")
+    own = {
+        str(path.relative_to(ROOT)): path.read_text()
+        for folder in ("kb_assets/core/callgraph", "kb_assets/core/symbols")
+        for path in sorted((ROOT / folder).glob("*.py"))
+    }
+    own["kb_assets/__init__.py"] = own["kb_assets/core/__init__.py"] = ""
+    own["kb_assets/core/callgraph/__init__.py"] = own["kb_assets/core/symbols/__init__.py"] = ""
+    return {
+        "cycles": program_from_files(CYCLES),
+        "oracle": program_from_files(oracle),
+        "own": program_from_files(own),
+    }
+
+
+def _shape(graph: CallGraph) -> Any:
+    """Every field of the graph that anything reads, in order; an edge's ``others`` as a sorted
+    list (the one order the merge does not replay, ``parts``)."""
+    edges = [
+        (
+            key,
+            edge.caller,
+            edge.callee,
+            edge.callee_spans,
+            edge.forms,
+            edge.offsets,
+            sorted(edge.others or ()),
+            edge.main,
+            sorted(edge.via),
+        )
+        for key, edge in graph.edges.items()
+    ]
+    return (
+        edges,
+        list(graph.externals.items()),
+        list(graph.nodes.items()),
+        sorted(graph.stats.items()),
+        graph.gaps,
+    )
+
+
+def _ids(program: Program, graph: CallGraph) -> list[str]:
+    drafts = edge_drafts(program, graph, graph.edges)
+    artifacts = build_artifacts(drafts, extractor_id="calls", extractor_version="test", program=program)
+    return sorted(a.artifact_id for a in artifacts)
+
+
+def _compare_builds(fail_in_copy: bool) -> list[tuple[str, int, int, bool, bool, bool]]:
+    """In a spawned process: for each program and several cuts, (program, cut, scopes, whether a
+    copy helped, graph equal to one pass, artifact ids equal)."""
+    if fail_in_copy:
+
+        def broken(*_: object) -> parts.Part:
+            raise RuntimeError("the copy fails")
+
+        graph_module.resolve_part = broken  # type: ignore[assignment]
+    out = []
+    for name, program in _programs().items():
+        n = len(list(Scopes(program).refs()))
+        with graph_module.paused_gc():
+            whole = graph_module._build(program, cut=n)
+        for cut in sorted({0, 1, n // 3, n // 2, n - 1}):
+            with graph_module.paused_gc():
+                split = graph_module._build(program, cut=cut)
+            same = _shape(split) == _shape(whole)
+            out.append((name, cut, n, split.helped, same, _ids(program, split) == _ids(program, whole)))
+    return out
+
+
+def _spawned(function: Any, *args: Any) -> Any:
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args)
+
+
+def test_parts_give_the_one_pass_graph() -> None:
+    results = _spawned(_compare_builds, False)
+    assert {name for name, *_ in results} == {"cycles", "oracle", "own"}
+    for name, cut, n, helped, same, same_ids in results:
+        assert helped == (cut < n), (name, cut)
+        assert same and same_ids, (name, cut, n)
+    own = [n for name, _, n, *_ in results if name == "own"]
+    assert own[0] > 100  # real code, not a toy
+
+
+def test_a_failing_copy_is_redone_here() -> None:
+    for name, cut, n, helped, same, same_ids in _spawned(_compare_builds, True):
+        assert not helped, (name, cut)
+        assert same and same_ids, (name, cut, n)
+
+
+def test_small_programs_are_not_split() -> None:
+    program = _programs()["cycles"]
+    scopes = Scopes(program)
+    refs = list(scopes.refs())
+    assert parts.split(scopes, refs) == len(refs)
+
+
+def test_the_split_follows_the_sites(monkeypatch: Any) -> None:
+    program = _programs()["own"]
+    scopes = Scopes(program)
+    refs = list(scopes.refs())
+    monkeypatch.setattr(parts, "SHARE_MIN_SITES", 1)
+    cut = parts.split(scopes, refs)
+    sites = [len(scopes.record(ref).get("calls", ())) for ref in refs]
+    assert 0 < cut < len(refs)
+    assert sum(sites[: cut - 1]) < parts.OWN_SHARE * sum(sites) <= sum(sites[:cut])
+
+
+def _forks() -> dict[str, Any]:
+    """In a spawned process: what ``forked.fork`` does with a value, an error, a death, a copy
+    still running when its context ends, one thread too many, and ``KB_WORKERS=1``."""
+    found: dict[str, Any] = {}
+    helper = forked.fork(lambda: {"answer": [42]})
+    assert helper is not None
+    with helper:
+        found["value"] = helper.result()
+
+    def fail() -> None:
+        raise ValueError("no")
+
+    with forked.fork(fail) as helper:  # type: ignore[union-attr]
+        found["error"] = helper.result()
+
+    def die() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with forked.fork(die) as helper:  # type: ignore[union-attr]
+        found["death"] = helper.result()
+
+    start = time.monotonic()
+    with forked.fork(lambda: time.sleep(60)) as helper:  # type: ignore[union-attr]
+        pid = helper._pid
+    found["stopped_in"] = time.monotonic() - start
+    try:
+        os.waitpid(pid or 0, os.WNOHANG)
+        found["reaped"] = False
+    except ChildProcessError:
+        found["reaped"] = True
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    found["with_thread"] = forked.fork(lambda: 1)
+    stop.set()
+    thread.join()
+    forked.set_workers(1)
+    found["one_worker"] = forked.fork(lambda: 1)
+    forked.set_workers(0)
+    with forked.fork(lambda: 2) as helper:  # type: ignore[union-attr]
+        found["again"] = helper.result()
+    return found
+
+
+def test_fork_returns_the_copy_s_value_or_none() -> None:
+    found = _spawned(_forks)
+    assert found["value"] == {"answer": [42]}
+    assert found["error"] is None
+    assert found["death"] is None
+    assert found["stopped_in"] < 10 and found["reaped"]
+    assert found["with_thread"] is None and found["one_worker"] is None
+    assert found["again"] == 2
