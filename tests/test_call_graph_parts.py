@@ -114,7 +114,8 @@ def test_parts_give_the_one_pass_graph() -> None:
     assert {name for name, *_ in results} == {"cycles", "oracle", "own"}
     for name, cut, n, helped, same, same_ids in results:
         assert helped == (cut < n), (name, cut)
-        assert same and same_ids, (name, cut, n)
+        assert same, (name, cut, n)
+        assert same_ids, (name, cut, n)
     own = [n for name, _, n, *_ in results if name == "own"]
     assert own[0] > 100  # real code, not a toy
 
@@ -122,7 +123,8 @@ def test_parts_give_the_one_pass_graph() -> None:
 def test_a_failing_copy_is_redone_here() -> None:
     for name, cut, n, helped, same, same_ids in _spawned(_compare_builds, True):
         assert not helped, (name, cut)
-        assert same and same_ids, (name, cut, n)
+        assert same, (name, cut, n)
+        assert same_ids, (name, cut, n)
 
 
 def test_small_programs_are_not_split() -> None:
@@ -143,30 +145,31 @@ def test_the_split_follows_the_sites(monkeypatch: Any) -> None:
     assert sum(sites[: cut - 1]) < parts.OWN_SHARE * sum(sites) <= sum(sites[:cut])
 
 
+def _forked(work: Any) -> Any:
+    """``work``'s value through a forked copy (one must be made)."""
+    helper = forked.fork(work)
+    assert helper is not None
+    with helper:
+        return helper.result()
+
+
 def _forks() -> dict[str, Any]:
     """In a spawned process: what ``forked.fork`` does with a value, an error, a death, a copy
     still running when its context ends, one thread too many, and ``KB_WORKERS=1``."""
-    found: dict[str, Any] = {}
-    helper = forked.fork(lambda: {"answer": [42]})
-    assert helper is not None
-    with helper:
-        found["value"] = helper.result()
+    found: dict[str, Any] = {"value": _forked(lambda: {"answer": [42]})}
 
     def fail() -> None:
         raise ValueError("no")
 
-    with forked.fork(fail) as helper:  # type: ignore[union-attr]
-        found["error"] = helper.result()
-
     def die() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
-    with forked.fork(die) as helper:  # type: ignore[union-attr]
-        found["death"] = helper.result()
-
+    found["error"], found["death"] = _forked(fail), _forked(die)
     start = time.monotonic()
-    with forked.fork(lambda: time.sleep(60)) as helper:  # type: ignore[union-attr]
-        pid = helper._pid
+    sleeper = forked.fork(lambda: time.sleep(60))
+    assert sleeper is not None
+    with sleeper:
+        pid = sleeper._pid
     found["stopped_in"] = time.monotonic() - start
     try:
         os.waitpid(pid or 0, os.WNOHANG)
@@ -183,8 +186,7 @@ def _forks() -> dict[str, Any]:
     forked.set_workers(1)
     found["one_worker"] = forked.fork(lambda: 1)
     forked.set_workers(0)
-    with forked.fork(lambda: 2) as helper:  # type: ignore[union-attr]
-        found["again"] = helper.result()
+    found["again"] = _forked(lambda: 2)
     return found
 
 
@@ -193,6 +195,8 @@ def test_fork_returns_the_copy_s_value_or_none() -> None:
     assert found["value"] == {"answer": [42]}
     assert found["error"] is None
     assert found["death"] is None
-    assert found["stopped_in"] < 10 and found["reaped"]
-    assert found["with_thread"] is None and found["one_worker"] is None
+    assert found["stopped_in"] < 10
+    assert found["reaped"]
+    assert found["with_thread"] is None
+    assert found["one_worker"] is None
     assert found["again"] == 2
