@@ -15,7 +15,7 @@ from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.core.grounding import artifact_batches, build_artifacts
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
-from kb_assets.indexing import extract
+from kb_assets.indexing import artifact_writes, extract
 from kb_assets.indexing.load import forget_programs, load_program
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
@@ -73,7 +73,7 @@ def test_an_index_written_two_artifacts_at_a_time_stages_the_recomputed_ids(
     """With tiny batches the index passes its blocking gates (the ids recomputed in one piece match
     the staged ones, nothing is orphaned), and each extractor's staged ids are exactly those of
     ``run_extractor``; every staged artifact is stored."""
-    monkeypatch.setattr(extract, "WRITE_ARTIFACTS", 2)
+    monkeypatch.setattr(artifact_writes, "WRITE_ARTIFACTS", 2)
     sha = build_repo(FIXTURES / "calls_oracle", tmp_path / "repo")[-1]
     indexed = kb_env.kb("index", tmp_path / "repo")
     assert indexed.code == 0, indexed.stderr

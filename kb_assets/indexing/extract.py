@@ -7,7 +7,7 @@ commit's knowledge is the staged entry, published atomically later by the snapsh
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,12 +15,13 @@ from sqlalchemy import Engine
 
 from kb_assets.core.extractors.base import Draft, Extraction, Extractor
 from kb_assets.core.extractors.call_carry import EdgeCarry
-from kb_assets.core.grounding import artifact_batches, build_artifacts
+from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.program import Program
+from kb_assets.indexing.artifact_writes import store_drafts
 from kb_assets.indexing.carries import keep_carry, open_carry
 from kb_resources.store import bulk, writes
-from kb_resources.store.bulk import LoadLog, refresh_statistics
+from kb_resources.store.bulk import refresh_statistics
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +52,6 @@ def run_extractor(extractor: Extractor, program: Program) -> ExtractResult:
     return ExtractResult(artifacts=tuple(artifacts), gaps=extraction.gaps)
 
 
-WRITE_ARTIFACTS = 20_000
-"""Artifacts built and written per transaction by ``extract_commit`` (Django's call edges: 4)."""
-
-
 @dataclass(frozen=True, slots=True)
 class StagedResult:
     """What ``extract_commit`` staged for one commit: the artifacts' ids, not the artifacts."""
@@ -75,34 +72,23 @@ def extract_commit(
 ) -> StagedResult:
     """Run the extractor, store its artifacts and stage them and its gaps for the commit.
 
-    The artifacts are built and stored ``WRITE_ARTIFACTS`` at a time, each batch in its own
-    transaction and then dropped, as are the drafts already built: the whole set never exists at
-    once (Django's 75,908 call edges: about 20 MiB less at the run's peak). An artifact is
-    content-addressed and goes in with its grounding, so a batch stored by a run that then fails
-    is only unused content; no writer holds one batch's row locks while waiting for the next
-    batch's, so writers of overlapping sets cannot deadlock. The commit's staged entries and gaps
-    are replaced in one last transaction, as before. The call edges a carry (``carries``: the one
-    a watch keeps, else ``carry_file``'s) knows unchanged come as ids, staged once they are found
-    stored; if one is not (a carry made on another store), every edge is drafted again.
+    The artifacts are built and stored ``artifact_writes.WRITE_ARTIFACTS`` at a time, each batch
+    in its own transaction and then dropped, as are the drafts already built: the whole set never
+    exists at once (Django's 75,908 call edges: about 20 MiB less at the run's peak); many drafts
+    are shared with a forked copy (``artifact_writes``). An artifact is content-addressed and goes
+    in with its grounding, so a batch stored by a run that then fails is only unused content; no
+    writer holds one batch's row locks while waiting for the next batch's, so writers of
+    overlapping sets cannot deadlock. The commit's staged entries and gaps are replaced in one
+    last transaction, as before. The call edges a carry (``carries``: the one a watch keeps, else
+    ``carry_file``'s) knows unchanged come as ids, staged once they are found stored; if one is
+    not (a carry made on another store), every edge is drafted again.
     """
     carry = open_carry(extractor, carry_file)
     extraction, reused = _extraction(engine, program, extractor, carry)
     drafts: list[Draft | None] = list(extraction.drafts)
     gaps = extraction.gaps
     del extraction  # the drafts are now only in ``drafts``, which hands each over once
-    ids: list[str] = []
-    batches = artifact_batches(
-        _handed_over(drafts),
-        extractor_id=extractor.extractor_id,
-        extractor_version=extractor.version,
-        program=program,
-        size=WRITE_ARTIFACTS,
-    )
-    log = LoadLog()
-    for batch in batches:
-        with engine.begin() as conn:
-            writes.insert_artifacts(conn, batch, log=log)
-        ids += (a.artifact_id for a in batch)
+    ids, log = store_drafts(engine, program, extractor, drafts)
     drafted = len(ids)  # the drafts' ids, in draft order (one artifact per call-edge draft)
     ids += reused
     with engine.begin() as conn:
@@ -130,11 +116,3 @@ def _extraction(
         return carried.extraction, carried.reused
     carry.forget()
     return carry.resolve(program).extraction, ()
-
-
-def _handed_over(drafts: list[Draft | None]) -> Iterator[Draft]:
-    """Each draft once, its slot cleared first: a draft is then held only by what is built from it."""
-    for i, draft in enumerate(drafts):
-        drafts[i] = None
-        if draft is not None:
-            yield draft

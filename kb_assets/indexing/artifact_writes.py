@@ -1,0 +1,120 @@
+"""Building a run's artifacts from its drafts and storing them, shared with a forked copy of the
+process when there are many.
+
+Turning Django's 75,908 call-edge drafts into artifacts (grounding checked, ids hashed) and
+storing them (serialized and sent by COPY, inserted by the server) took ~7 s of a full index on
+one core. The drafts' second half goes to a forked copy (``kb_assets.core.forked``), which builds
+and stores it over a connection of its own while this process does the first half; artifacts are
+content-addressed and the halves disjoint, so the two writers' transactions never touch the same
+row. Only drafts whose (kind, logical key) pairs are all distinct are split: the identity-conflict
+check (``grounding.ArtifactBuilder``) compares each draft with every earlier one, which a split
+would hide. If the copy fails, this process stores the second half itself; what is stored is the
+same either way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from functools import partial
+
+import sqlalchemy as sa
+from sqlalchemy import Engine
+
+from kb_assets.core import forked
+from kb_assets.core.extractors.base import Draft, Extractor
+from kb_assets.core.grounding import artifact_batches
+from kb_assets.core.program import Program
+from kb_resources.store import writes
+from kb_resources.store.bulk import LoadLog
+from kb_resources.store.engine import create_store_engine
+
+WRITE_ARTIFACTS = 20_000
+"""Artifacts built and written per transaction (Django's call edges: 4)."""
+
+SHARE_MIN_DRAFTS = 20_000
+"""Below this many drafts (~1.5 s of work) a copy costs more than it saves."""
+
+
+def store_drafts(
+    engine: Engine, program: Program, extractor: Extractor, drafts: list[Draft | None]
+) -> tuple[list[str], LoadLog]:
+    """Build and store the artifacts of ``drafts`` ``WRITE_ARTIFACTS`` at a time, each batch in its
+    own transaction; their ids in draft order, and what was loaded (for one statistics refresh).
+    Each draft is dropped from ``drafts`` once its artifact is built (module docstring of
+    ``kb_assets.indexing.extract``)."""
+    log = LoadLog()
+    cut = _split(drafts)
+    helper = (
+        forked.fork(partial(_store_part, engine.url, program, extractor, drafts[cut:]))
+        if cut < len(drafts)
+        else None
+    )
+    if helper is None:
+        return _store(engine, program, extractor, drafts, log), log
+    with helper:
+        ids = _store(engine, program, extractor, drafts, log, end=cut)
+        part = helper.result()
+    if part is None:
+        ids += _store(engine, program, extractor, drafts, log, start=cut)
+        return ids, log
+    theirs, loaded = part
+    log.rows.update(loaded)
+    drafts[cut:] = [None] * (len(drafts) - cut)
+    return ids + theirs, log
+
+
+def _split(drafts: list[Draft | None]) -> int:
+    """Where the copy's half starts: ``len(drafts)`` (no copy) for few drafts or repeated keys."""
+    if len(drafts) < SHARE_MIN_DRAFTS:
+        return len(drafts)
+    keys = {(d.kind, d.logical_key) for d in drafts if d is not None}
+    return len(drafts) // 2 if len(keys) == len(drafts) else len(drafts)
+
+
+def _store(
+    engine: Engine,
+    program: Program,
+    extractor: Extractor,
+    drafts: list[Draft | None],
+    log: LoadLog,
+    *,
+    start: int = 0,
+    end: int | None = None,
+) -> list[str]:
+    """Build and store ``drafts[start:end]``; their ids in draft order."""
+    ids: list[str] = []
+    batches = artifact_batches(
+        _handed_over(drafts, start, len(drafts) if end is None else end),
+        extractor_id=extractor.extractor_id,
+        extractor_version=extractor.version,
+        program=program,
+        size=WRITE_ARTIFACTS,
+    )
+    for batch in batches:
+        with engine.begin() as conn:
+            writes.insert_artifacts(conn, batch, log=log)
+        ids += (a.artifact_id for a in batch)
+    return ids
+
+
+def _store_part(
+    url: sa.URL, program: Program, extractor: Extractor, drafts: list[Draft | None]
+) -> tuple[list[str], Counter[str]]:
+    """In the forked copy: store ``drafts`` over a new connection (the parent's are not touched)."""
+    engine = create_store_engine(url)
+    try:
+        log = LoadLog()
+        return _store(engine, program, extractor, drafts, log), log.rows
+    finally:
+        engine.dispose()
+
+
+def _handed_over(drafts: list[Draft | None], start: int, end: int) -> Iterator[Draft]:
+    """Each draft of ``drafts[start:end]`` once, its slot cleared first: a draft is then held
+    only by what is built from it."""
+    for i in range(start, end):
+        draft = drafts[i]
+        drafts[i] = None
+        if draft is not None:
+            yield draft

@@ -1,0 +1,124 @@
+"""Drafts built and stored in two halves, one by a forked copy over its own connection, give the
+ids and stored rows of one writer; a copy that fails leaves its half to this process.
+
+The store runs in a freshly spawned process, as the call-graph parts test does: a fork is only
+made from a process with one thread. It reports whether a copy was made, so the comparison cannot
+pass by never forking.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from kb_assets.core import forked
+from kb_assets.core.extractors.calls import CallsExtractor
+from kb_assets.core.spans import ParseLimits
+from kb_assets.indexing import artifact_writes
+from kb_assets.indexing.extract import run_extractor
+from kb_assets.indexing.load import forget_programs, load_program
+from kb_resources.git.repo import GitRepo
+from kb_resources.settings import load_settings
+from kb_resources.store.engine import create_store_engine, open_store
+from tests.gitfixtures import build_repo
+from tests.kbfixtures import KbEnv
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _calls(version: str) -> CallsExtractor:
+    """The calls extractor under another version: its artifacts are new to a store that indexed
+    the commit with the real one."""
+    extractor = CallsExtractor()
+    extractor.version = version
+    return extractor
+
+
+def _store_in_halves(url: str, repo_path: str, sha: str, version: str, fail_in_copy: bool) -> dict[str, Any]:
+    """In a spawned process: the call edges' drafts stored by ``store_drafts`` with a copy taking
+    half (batches of 3); the ids, whether a copy was made, and the loads it reported."""
+    engine = create_store_engine(sa.make_url(url))
+    program = load_program(GitRepo.open(repo_path), engine, sha, limits=ParseLimits(), workers=0)
+    extractor = _calls(version)
+    drafts: list[Any] = list(extractor.resolve(program).drafts)
+    made: list[bool] = []
+    real = forked.fork
+
+    def counted(work: Any) -> Any:
+        helper = real(work)
+        made.append(helper is not None)
+        return helper
+
+    forked.fork = counted
+    artifact_writes.SHARE_MIN_DRAFTS = 1
+    artifact_writes.WRITE_ARTIFACTS = 3
+    if fail_in_copy:
+
+        def broken(*_: object) -> Any:
+            raise RuntimeError("the copy fails")
+
+        artifact_writes._store_part = broken  # type: ignore[assignment]
+    ids, log = artifact_writes.store_drafts(engine, program, extractor, drafts)
+    engine.dispose()
+    return {"ids": ids, "made": made, "loaded": dict(log.rows), "left": sum(d is not None for d in drafts)}
+
+
+def _spawned(*args: Any) -> dict[str, Any]:
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        found: dict[str, Any] = pool.apply(_store_in_halves, args)
+        return found
+
+
+def _stored_grounding(engine: sa.Engine, ids: list[str]) -> dict[str, int]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT artifact_id, count(*) FROM artifact_derived_from"
+                " WHERE artifact_id = ANY(:ids) GROUP BY artifact_id"
+            ),
+            {"ids": ids},
+        )
+        return {aid: int(n) for aid, n in rows}
+
+
+def test_halves_store_what_one_writer_stores(kb_env: KbEnv, tmp_path: Path) -> None:
+    sha = build_repo(FIXTURES / "calls_oracle", tmp_path / "repo")[-1]
+    assert kb_env.kb("index", tmp_path / "repo").code == 0
+    repo = GitRepo.open(tmp_path / "repo")
+    engine = open_store(load_settings(kb_env.environ), repo.key()).engine
+    url = engine.url.render_as_string(hide_password=False)
+    forget_programs()
+    program = load_program(repo, engine, sha, limits=ParseLimits(), workers=1)
+    expected = run_extractor(_calls("split-a"), program).artifacts
+    assert len(expected) > 10
+    assert not _stored_grounding(engine, [a.artifact_id for a in expected])
+
+    first = _spawned(url, str(repo.root), sha, "split-a", False)
+    assert first["made"] == [True]
+    assert first["left"] == 0
+    drafted_order = [a.artifact_id for a in _in_draft_order(program, expected)]
+    assert first["ids"] == drafted_order
+    assert first["loaded"]["artifact"] == len(expected)
+    assert _stored_grounding(engine, first["ids"]) == _rows(expected)
+
+    again = run_extractor(_calls("split-b"), program).artifacts
+    failed = _spawned(url, str(repo.root), sha, "split-b", True)
+    assert failed["made"] == [True]
+    assert failed["left"] == 0
+    assert failed["ids"] == [a.artifact_id for a in _in_draft_order(program, again)]
+    assert failed["loaded"]["artifact"] == len(again)
+    assert _stored_grounding(engine, failed["ids"]) == _rows(again)
+
+
+def _rows(artifacts: Any) -> dict[str, int]:
+    """Grounding rows per artifact as ``insert_artifacts`` stores them (each edge once)."""
+    return {a.artifact_id: len({(g.span_id, g.path, g.role) for g in a.grounding}) for a in artifacts}
+
+
+def _in_draft_order(program: Any, artifacts: Any) -> list[Any]:
+    """``run_extractor``'s artifacts (sorted by key) in the order the extractor drafts them."""
+    by_key = {a.logical_key: a for a in artifacts}
+    return [by_key[d.logical_key] for d in CallsExtractor().resolve(program).drafts]
