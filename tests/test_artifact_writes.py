@@ -8,7 +8,6 @@ pass by never forking.
 
 from __future__ import annotations
 
-import multiprocessing
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from kb_resources.settings import load_settings
 from kb_resources.store.engine import create_store_engine, open_store
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
+from tests.spawned import run_spawned
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -66,12 +66,6 @@ def _store_in_halves(url: str, repo_path: str, sha: str, version: str, fail_in_c
     return {"ids": ids, "made": made, "loaded": dict(log.rows), "left": sum(d is not None for d in drafts)}
 
 
-def _spawned(*args: Any) -> dict[str, Any]:
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        found: dict[str, Any] = pool.apply(_store_in_halves, args)
-        return found
-
-
 def _stored_grounding(engine: sa.Engine, ids: list[str]) -> dict[str, int]:
     with engine.connect() as conn:
         rows = conn.execute(
@@ -96,7 +90,7 @@ def test_halves_store_what_one_writer_stores(kb_env: KbEnv, tmp_path: Path) -> N
     assert len(expected) > 10
     assert not _stored_grounding(engine, [a.artifact_id for a in expected])
 
-    first = _spawned(url, str(repo.root), sha, "split-a", False)
+    first = run_spawned(_store_in_halves, url, str(repo.root), sha, "split-a", False)
     assert first["made"] == [True]
     assert first["left"] == 0
     drafted_order = [a.artifact_id for a in _in_draft_order(program, expected)]
@@ -105,7 +99,7 @@ def test_halves_store_what_one_writer_stores(kb_env: KbEnv, tmp_path: Path) -> N
     assert _stored_grounding(engine, first["ids"]) == _rows(expected)
 
     again = run_extractor(_calls("split-b"), program).artifacts
-    failed = _spawned(url, str(repo.root), sha, "split-b", True)
+    failed = run_spawned(_store_in_halves, url, str(repo.root), sha, "split-b", True)
     assert failed["made"] == [True]
     assert failed["left"] == 0
     assert failed["ids"] == [a.artifact_id for a in _in_draft_order(program, again)]

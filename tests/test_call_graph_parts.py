@@ -9,7 +9,6 @@ forking.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
@@ -27,6 +26,7 @@ from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.program import Program
 from tests.gitfixtures import read_folder
 from tests.programs import program_from_files
+from tests.spawned import run_spawned
 from tests.test_call_graph_order import CYCLES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,13 +104,8 @@ def _compare_builds(fail_in_copy: bool) -> list[tuple[str, int, int, bool, bool,
     return out
 
 
-def _spawned(function: Any, *args: Any) -> Any:
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(function, args)
-
-
 def test_parts_give_the_one_pass_graph() -> None:
-    results = _spawned(_compare_builds, False)
+    results = run_spawned(_compare_builds, False)
     assert {name for name, *_ in results} == {"cycles", "oracle", "own"}
     for name, cut, n, helped, same, same_ids in results:
         assert helped == (cut < n), (name, cut)
@@ -121,7 +116,7 @@ def test_parts_give_the_one_pass_graph() -> None:
 
 
 def test_a_failing_copy_is_redone_here() -> None:
-    for name, cut, n, helped, same, same_ids in _spawned(_compare_builds, True):
+    for name, cut, n, helped, same, same_ids in run_spawned(_compare_builds, True):
         assert not helped, (name, cut)
         assert same, (name, cut, n)
         assert same_ids, (name, cut, n)
@@ -191,7 +186,7 @@ def _forks() -> dict[str, Any]:
 
 
 def test_fork_returns_the_copy_s_value_or_none() -> None:
-    found = _spawned(_forks)
+    found = run_spawned(_forks)
     assert found["value"] == {"answer": [42]}
     assert found["error"] is None
     assert found["death"] is None
