@@ -24,6 +24,7 @@ Prints figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import queue
 import shutil
@@ -42,7 +43,9 @@ ROOT = HERE.parent
 
 @dataclass(frozen=True)
 class Measured:
-    """One process's figures: wall seconds, CPU seconds (user+sys, children included), peak RSS."""
+    """One process's figures: wall seconds, CPU seconds (user+sys, children included), peak RSS
+    (the largest of the process and its children, each on its own), and the peak of the process
+    tree's summed PSS (sampled every 0.1 s: pages shared by a forked copy counted once)."""
 
     wall: float
     cpu: float
@@ -50,12 +53,45 @@ class Measured:
     code: int
     stdout: str
     stderr: str
+    tree_mib: float = 0.0
 
     def line(self, label: str) -> str:
         status = "" if self.code == 0 else f"  (exit {self.code}: {self.stderr.strip().splitlines()[-1:]})"
         return (
-            f"{label:<34} {self.wall:8.2f} s wall {self.cpu:8.2f} s CPU {self.peak_mib:8.0f} MiB peak{status}"
+            f"{label:<34} {self.wall:8.2f} s wall {self.cpu:8.2f} s CPU {self.peak_mib:8.0f} MiB peak"
+            f" ({self.tree_mib:.0f} MiB all processes){status}"
         )
+
+
+class TreeMemory:
+    """The highest summed PSS of a process and its descendants, sampled on a thread."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak = pid, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        while not self._done.wait(0.1):
+            try:
+                root = psutil.Process(self.pid)
+                tree = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                continue
+            total = 0
+            for proc in tree:
+                with contextlib.suppress(psutil.Error):
+                    total += proc.memory_full_info().pss
+            self.peak = max(self.peak, total)
+
+    def stop(self) -> float:
+        """Stop sampling; the peak in MiB."""
+        self._done.set()
+        self._thread.join()
+        return self.peak / 2**20
 
 
 def measure(argv: list[str], env: dict[str, str], *, stdout_path: Path | None = None) -> Measured:
@@ -67,13 +103,15 @@ def measure(argv: list[str], env: dict[str, str], *, stdout_path: Path | None = 
     with out_path.open("w") as out, err_path.open("w") as err:
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
+        tree = TreeMemory(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - start
+        tree_mib = tree.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     stdout, stderr = out_path.read_text(), err_path.read_text()
     shutil.rmtree(scratch)
     cpu = usage.ru_utime + usage.ru_stime
-    return Measured(wall, cpu, usage.ru_maxrss / 1024, proc.returncode, stdout, stderr)
+    return Measured(wall, cpu, usage.ru_maxrss / 1024, proc.returncode, stdout, stderr, tree_mib)
 
 
 def git(repo: Path, *args: str) -> str:
