@@ -16,8 +16,11 @@ repository, and on a fresh embedded store measures, each through the ``kb`` CLI 
   at the model's ~10 units/s on 2 cores that is hours, so it is opt-in; ``bench/embed_search.py``
   measures throughput on a FastAPI application).
 
-CPU and memory are those of the measured process and its children (parse workers); the PostgreSQL
-server's own work is not included (it is not a child) and is visible only in wall time.
+CPU and memory are those of the measured process and its children (parse workers, forked
+copies); the PostgreSQL server's own work is not included (it is not a child) and is visible only
+in wall time. Memory is given twice: the peak RSS of the largest single process (``os.wait4``) and
+the peak of the whole tree's summed PSS (sampled every 0.1 s), which counts the pages a forked copy
+shares with its parent once and its own pages too.
 Prints figures; asserts nothing.
 """
 
