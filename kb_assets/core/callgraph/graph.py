@@ -11,6 +11,10 @@ site's callee in its scope and keeps:
   arguments are matched to parameters by position and keyword, one level deep.
 * ``externals`` — per caller, every call resolved outside the repository (process-path sinks).
 * ``gaps`` — ``getattr(...)()``, ``eval`` and ``exec`` calls (``dynamic_call``), and ``stats``.
+
+On a large program a forked copy of the process resolves the later scopes at the same time and
+the parts are merged into the one-pass graph (``parts``); that rests on memoized answers not
+depending on the order of resolution (``guards``).
 """
 
 from __future__ import annotations
