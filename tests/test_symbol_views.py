@@ -1,0 +1,71 @@
+"""A symbol table that reuses the last table's module views (the next commit of a watched branch)
+answers exactly as one built from nothing, and reuses a view only for the very same facts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kb_assets.core.modules import map_modules
+from kb_assets.core.program import Program
+from kb_assets.core.symbols import table
+from kb_assets.core.symbols.table import SymbolTable
+from tests.programs import program_from_files
+
+FIRST = {
+    "pkg/__init__.py": (
+        "from pkg.a import helper as helper\nfrom pkg.c import *\n__all__ = ['helper', 'Thing']\n"
+    ),
+    "pkg/a.py": "def helper():\n    return 1\n\nclass Base:\n    x = 1\n",
+    "pkg/b.py": "from pkg.a import Base\n\nclass Thing(Base):\n    y = 2\n",
+    "pkg/c.py": "from .b import Thing\n\ndef make():\n    return Thing()\n",
+}
+CHANGED_B = "from pkg.a import helper\n\nclass Thing:\n    z = 3\n"
+
+
+def _next_commit(first: Program) -> Program:
+    """``first`` with ``pkg/b.py`` edited (new facts) and ``pkg/c.py`` renamed to ``pkg/d.py`` (the
+    same blob and facts object under another module name), as the loader would share them."""
+    files = dict(first.files)
+    files["pkg/b.py"] = program_from_files({**FIRST, "pkg/b.py": CHANGED_B}).files["pkg/b.py"]
+    moved = files.pop("pkg/c.py")
+    files["pkg/d.py"] = replace(moved, path="pkg/d.py", module="pkg.d")
+    text = {**FIRST, "pkg/d.py": FIRST["pkg/c.py"]}
+    del text["pkg/c.py"]
+    return Program(sha="1" * 40, files=files, module_map=map_modules(text))
+
+
+def _answers(symbols: SymbolTable) -> dict[tuple[str, str], object]:
+    names = {"helper", "Base", "Thing", "make", "x", "y", "z", "missing", "a", "b", "c", "d"}
+    return {(m, n): symbols.lookup(m, n) for m in sorted(symbols.facts) for n in sorted(names)} | {
+        (m, "__exports__"): symbols.exports(m) for m in sorted(symbols.facts)
+    }
+
+
+def test_reused_views_answer_as_fresh_ones() -> None:
+    first = program_from_files(FIRST)
+    before = SymbolTable(first)
+    second = _next_commit(first)
+    reused = SymbolTable(second)
+    table._last_views = {}
+    fresh = SymbolTable(second)
+    assert reused.facts == fresh.facts
+    assert _answers(reused) == _answers(fresh)
+    assert "pkg.d" in reused.facts
+    assert "pkg.c" not in reused.facts
+    # The unchanged file's view is the last table's object; the edited file's is new; the moved
+    # file's carries its new name and source.
+    assert reused.facts["pkg.a"] is before.facts["pkg.a"]
+    assert reused.facts["pkg.b"] is not before.facts["pkg.b"]
+    assert reused.facts["pkg.b"].bindings != before.facts["pkg.b"].bindings
+    assert reused.facts["pkg.d"].source is second.files["pkg/d.py"]
+    assert reused.facts["pkg.d"].bindings is before.facts["pkg.c"].bindings
+
+
+def test_views_are_not_reused_for_equal_facts_from_another_load() -> None:
+    earlier = SymbolTable(program_from_files(FIRST))
+    again = program_from_files(FIRST)  # the same blobs, decoded again: other facts objects
+    symbols = SymbolTable(again)
+    assert symbols.facts == earlier.facts
+    for name, view in symbols.facts.items():
+        assert view.source is again.files[view.source.path]
+        assert view.bindings is not earlier.facts[name].bindings
