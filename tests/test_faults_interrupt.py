@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from kb_resources.store.target import parse_store_url
@@ -22,9 +24,12 @@ from tests.kbfixtures import KbEnv
 PUBLISHED = "SELECT count(*) FROM commit_ref WHERE sha = :sha AND published_at IS NOT NULL"
 
 
-def test_ctrl_c_inside_a_run_is_one_line_and_exit_130(kb_env: KbEnv, tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["process", "group"])
+def test_ctrl_c_inside_a_run_is_one_line_and_exit_130(kb_env: KbEnv, tmp_path: Path, target: str) -> None:
     """SIGINT while ``kb index`` waits inside its publishing transaction (Dagster turns it into its
-    own interrupt error in the step): exit 130, the usual one line, and the commit unpublished."""
+    own interrupt error in the step): exit 130, the usual one line, and the commit unpublished.
+    Sent to ``kb`` alone, and to its whole process group, as a terminal's Ctrl-C is: every helper
+    process ``kb`` started gets it too, and none may print a traceback."""
     repo, (first, second) = two_commit_repo(tmp_path)
     assert kb_env.kb("index", repo, "--sha", first, "--no-verify").code == 0
     engine = sa.create_engine(parse_store_url(kb_env.db_url))
@@ -32,7 +37,10 @@ def test_ctrl_c_inside_a_run_is_one_line_and_exit_130(kb_env: KbEnv, tmp_path: P
     try:
         proc = spawn_kb(kb_env, "index", repo, "--sha", second, "--no-verify")
         wait_until(lambda: count(engine, PUBLISH_BLOCKED) > 0, "the publish to block", proc)
-        proc.send_signal(signal.SIGINT)
+        if target == "group":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
         code, _, err = finish(proc)
     finally:
         holder.rollback()

@@ -30,27 +30,52 @@ nux:
 """
 
 
+CLI_YAML_NAME = "knowbase-cli.yaml"
+CLI_YAML = (
+    DAGSTER_YAML
+    + """compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
+"""
+)
+"""The configuration of the runs ``kb`` itself executes: the same storage, no compute-log capture.
+
+Capturing a run's stdout and stderr makes Dagster start a ``tail`` and a Python watcher process per
+stream, in ``kb``'s process group: a terminal's Ctrl-C reached the watchers, and each printed a
+``KeyboardInterrupt`` traceback after ``kb``'s one line; and ``kb``'s progress line reached the
+terminal through ``tail``'s one-second polling instead of at once. Runs launched from ``kb ui`` or
+by its daemon read ``dagster.yaml`` and keep Dagster's compute logs."""
+
+
 def dagster_environment(settings: Settings, store: Store) -> dict[str, str]:
     """Environment variables that point Dagster at this repository's store."""
     return {"DAGSTER_HOME": str(settings.dagster_home), "KB_DAGSTER_PG_URL": store.dagster_storage_url()}
 
 
-def ensure_dagster_home(home: Path) -> None:
-    """Create ``DAGSTER_HOME`` with knowbase's ``dagster.yaml`` unless the user wrote their own."""
+def ensure_dagster_home(home: Path) -> str:
+    """Create ``DAGSTER_HOME`` with knowbase's ``dagster.yaml`` unless the user wrote their own; the
+    name of the file ``kb``'s own runs read: ``CLI_YAML_NAME`` beside knowbase's ``dagster.yaml``,
+    else the user's ``dagster.yaml`` as it is."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     current = config.read_text() if config.exists() else None
     if current is None or (current.startswith(MARKER) and current != DAGSTER_YAML):
         config.write_text(DAGSTER_YAML)
+    elif not current.startswith(MARKER):
+        return config.name
+    cli = home / CLI_YAML_NAME
+    if not cli.exists() or cli.read_text() != CLI_YAML:
+        cli.write_text(CLI_YAML)
+    return cli.name
 
 
 def open_instance(settings: Settings, store: Store) -> dg.DagsterInstance:
     """The persistent instance for this repository (runs show up in ``kb ui``)."""
     import dagster as dg
 
-    ensure_dagster_home(settings.dagster_home)
+    config = ensure_dagster_home(settings.dagster_home)
     os.environ.update(dagster_environment(settings, store))
-    instance = dg.DagsterInstance.from_config(str(settings.dagster_home))
+    instance = dg.DagsterInstance.from_config(str(settings.dagster_home), config_filename=config)
     _pool_connections(instance)
     return instance
 

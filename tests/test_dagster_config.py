@@ -1,0 +1,58 @@
+"""``kb``'s own runs read a configuration without compute-log capture; ``kb ui`` and its daemon read
+``dagster.yaml``, with it; both see the same runs; a user's own ``dagster.yaml`` is left alone and
+used by both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from kb_assets.cli.instance import CLI_YAML, CLI_YAML_NAME, DAGSTER_YAML, ensure_dagster_home, open_instance
+from kb_resources.git.repo import GitRepo
+from kb_resources.settings import load_settings
+from kb_resources.store.engine import open_store
+from tests.gitfixtures import commit_tree, init_repo
+from tests.kbfixtures import KbEnv
+
+
+def test_knowbase_writes_both_configurations(tmp_path: Path) -> None:
+    home = tmp_path / "dagster"
+    assert ensure_dagster_home(home) == CLI_YAML_NAME
+    assert (home / "dagster.yaml").read_text() == DAGSTER_YAML
+    assert (home / CLI_YAML_NAME).read_text() == CLI_YAML
+    assert CLI_YAML.startswith(DAGSTER_YAML)
+    assert "NoOpComputeLogManager" in CLI_YAML
+    assert "compute_logs" not in DAGSTER_YAML
+    (home / CLI_YAML_NAME).write_text("stale")
+    assert ensure_dagster_home(home) == CLI_YAML_NAME
+    assert (home / CLI_YAML_NAME).read_text() == CLI_YAML
+
+
+def test_a_users_own_configuration_is_used_as_it_is(tmp_path: Path) -> None:
+    home = tmp_path / "dagster"
+    home.mkdir()
+    own = "telemetry:\n  enabled: false\n"
+    (home / "dagster.yaml").write_text(own)
+    assert ensure_dagster_home(home) == "dagster.yaml"
+    assert (home / "dagster.yaml").read_text() == own
+    assert not (home / CLI_YAML_NAME).exists()
+
+
+def test_cli_runs_capture_nothing_and_show_in_the_ui_s_instance(kb_env: KbEnv, tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    commit_tree(repo, {"a.py": "import os\n\n\ndef f():\n    return os.sep\n"}, "first")
+    assert kb_env.kb("index", repo).code == 0
+    settings = load_settings(kb_env.environ)
+    store = open_store(settings, GitRepo.open(repo).key())
+    try:
+        cli = open_instance(settings, store)
+        ui = dg.DagsterInstance.from_config(str(settings.dagster_home))
+        assert type(cli.compute_log_manager).__name__ == "NoOpComputeLogManager"
+        assert type(ui.compute_log_manager).__name__ == "LocalComputeLogManager"
+        cli_runs = [r.dagster_run.run_id for r in cli.get_run_records()]
+        assert cli_runs
+        assert [r.dagster_run.run_id for r in ui.get_run_records()] == cli_runs
+        assert not list((settings.dagster_home / "storage").glob("**/*.out"))
+    finally:
+        store.close()
