@@ -49,13 +49,7 @@ def cores() -> int:
 def can_fork() -> bool:
     """Whether ``fork`` may make a copy now (module docstring)."""
     allowed = _workers if _workers > 0 else cores()
-    return (
-        sys.platform == "linux"
-        and hasattr(os, "fork")
-        and not _in_copy
-        and allowed >= 2
-        and threading.active_count() == 1
-    )
+    return sys.platform == "linux" and not _in_copy and allowed >= 2 and threading.active_count() == 1
 
 
 class Forked(Generic[T]):

@@ -233,10 +233,7 @@ class Evaluator:
         key = (module, name)
         found = self._globals.get(key, _UNSET)
         if found is _UNSET:
-            saved = self.guards.start()
-            found = self._global_name(module, name)
-            if self.guards.settled(saved):
-                self._globals[key] = found
+            found = self.guards.memoized(self._globals, key, lambda: self._global_name(module, name))
         return found  # type: ignore[return-value]
 
     def _global_name(self, module: str, name: str) -> Resolved | None:

@@ -208,10 +208,8 @@ def paused_gc() -> Iterator[None]:
 def _build(program: Program, cut: int | None = None) -> CallGraph:
     """Resolve the scopes before ``cut`` here and, where a forked copy can be made, the rest in
     the copy at the same time (``parts``; ``cut`` defaults to ``parts.split``'s)."""
-    scopes = Scopes(program)
-    ev = Evaluator(scopes, symbol_table(program))
-    graph = CallGraph(evaluator=ev)
-    passings = Passings(ev)
+    graph, passings = _empty(program)
+    scopes, ev = graph.evaluator.scopes, graph.evaluator
     refs = list(scopes.refs())
     cut = parts.split(scopes, refs) if cut is None else cut
     helper = fork(partial(resolve_part, program, refs[cut:])) if cut < len(refs) else None
@@ -234,12 +232,16 @@ def _build(program: Program, cut: int | None = None) -> CallGraph:
     return graph
 
 
+def _empty(program: Program) -> tuple[CallGraph, Passings]:
+    """A graph with a fresh evaluator over ``program``, and its passed-function records."""
+    ev = Evaluator(Scopes(program), symbol_table(program))
+    return CallGraph(evaluator=ev), Passings(ev)
+
+
 def resolve_part(program: Program, refs: Sequence[ScopeRef]) -> parts.Part:
     """Resolve ``refs`` into a fresh graph (in a forked copy: ``_build``) and hand back what the
     merge needs, without the evaluator."""
-    ev = Evaluator(Scopes(program), symbol_table(program))
-    graph = CallGraph(evaluator=ev)
-    passings = Passings(ev)
+    graph, passings = _empty(program)
     for ref in refs:
         resolve_scope(graph, passings, ref)
     return parts.Part(

@@ -19,6 +19,12 @@ question alone, and so is the whole graph.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
 NO_HIT = 1 << 62
 """The low-link of a computation that read no cycle's "unknown"."""
 
@@ -67,3 +73,30 @@ class Guards:
             return False
         self.low = saved
         return True
+
+    def ask(self, memo: dict[K, V], active: dict[K, int], key: K, compute: Callable[[], V], unknown: V) -> V:
+        """A question that can be in progress (``active``: the ones that are, with their depth):
+        ``unknown`` while it is, else ``compute()``, memoized if ``leave`` allows."""
+        depth = active.get(key)
+        if depth is not None:
+            self.hit(depth)
+            return unknown
+        depth, saved = self.enter()
+        active[key] = depth
+        try:
+            value = compute()
+        finally:
+            del active[key]
+            kept = self.leave(depth, saved)
+        if kept:
+            memo[key] = value
+        return value
+
+    def memoized(self, memo: dict[K, V], key: K, compute: Callable[[], V]) -> V:
+        """``compute()``, kept in ``memo`` if ``settled`` allows (a computation that is not itself
+        a question in progress: a lookup, an import, a module-level name)."""
+        saved = self.start()
+        value = compute()
+        if self.settled(saved):
+            memo[key] = value
+        return value

@@ -84,23 +84,12 @@ class Hierarchy:
         found = self._mro.get(cls)
         if found is not None:
             return found
-        active = self._active.get(cls)
-        if active is not None:
-            self.guards.hit(active)
-            return (cls,)
-        depth, saved = self.guards.enter()
-        self._active[cls] = depth
-        try:
-            bases = self.bases(cls)
-            order = _c3(cls, [list(self.mro(b)) if isinstance(b, Def) else [b] for b in bases], bases)
-            if order is None:
-                order = _depth_first(cls, [self.mro(b) if isinstance(b, Def) else (b,) for b in bases])
-        finally:
-            del self._active[cls]
-            kept = self.guards.leave(depth, saved)
-        if kept:
-            self._mro[cls] = order
-        return order
+        return self.guards.ask(self._mro, self._active, cls, lambda: self._order(cls), (cls,))
+
+    def _order(self, cls: Def) -> tuple[Entry, ...]:
+        bases = self.bases(cls)
+        order = _c3(cls, [list(self.mro(b)) if isinstance(b, Def) else [b] for b in bases], bases)
+        return order or _depth_first(cls, [self.mro(b) if isinstance(b, Def) else (b,) for b in bases])
 
     def bases(self, cls: Def) -> list[Entry]:
         """The class's bases, first-party classes as ``Def``, anything else opaque."""
@@ -123,10 +112,7 @@ class Hierarchy:
         key = (cls, name, after, instance)
         found = self._found.get(key, _UNSET)
         if found is _UNSET:
-            saved = self.guards.start()
-            found = self._find(cls, name, after, instance)
-            if self.guards.settled(saved):
-                self._found[key] = found
+            found = self.guards.memoized(self._found, key, lambda: self._find(cls, name, after, instance))
         return found  # type: ignore[return-value]
 
     def _find(self, cls: Def, name: str, after: Def | None, instance: bool) -> Member | None:

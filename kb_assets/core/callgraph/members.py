@@ -103,11 +103,7 @@ class Members:
         key = (base, attr)
         if key in self._imported:
             return self._imported[key]
-        saved = self.ev.guards.start()
-        found = self._import(base, attr)
-        if self.ev.guards.settled(saved):
-            self._imported[key] = found
-        return found
+        return self.ev.guards.memoized(self._imported, key, lambda: self._import(base, attr))
 
     def _import(self, base: str, attr: str) -> Resolved | None:
         if base in self.ev.scopes.program.module_map.paths:
@@ -189,18 +185,16 @@ class Members:
         known = self._lookups.get(key, _UNSET)  # one lookup
         if known is not _UNSET:
             return known  # type: ignore[return-value]
+        return self.ev.guards.memoized(self._lookups, key, lambda: self._looked_up(v, name))
+
+    def _looked_up(self, v: Cls | Inst | Super, name: str) -> Resolved | None:
         r = Resolved(v)
-        saved = self.ev.guards.start()
         if type(v) is Super:
             member = self.ev.hierarchy.find(v.defn, name, after=v.defn, instance=v.instance)
-            found = self._member(r, member, v.defn, v.defn, instance=v.instance, form="super")
-        else:
-            instance = type(v) is Inst
-            member = self.ev.hierarchy.find(v.defn, name, instance=instance)
-            found = self._member(r, member, v.defn, None, instance=instance, form="inherited")
-        if self.ev.guards.settled(saved):
-            self._lookups[key] = found
-        return found
+            return self._member(r, member, v.defn, v.defn, instance=v.instance, form="super")
+        instance = type(v) is Inst
+        member = self.ev.hierarchy.find(v.defn, name, instance=instance)
+        return self._member(r, member, v.defn, None, instance=instance, form="inherited")
 
     def _member(
         self, r: Resolved, member: Member | None, start: Def, after: Def | None, *, instance: bool, form: str
@@ -251,20 +245,7 @@ class Members:
         """The function's statically known result (memoized; recursion answers unknown)."""
         found: object = self._results.get(fn, _UNSET)
         if found is _UNSET:
-            guards = self.ev.guards
-            active = self._returning.get(fn)
-            if active is not None:
-                guards.hit(active)
-                return None
-            depth, saved = guards.enter()
-            self._returning[fn] = depth
-            try:
-                found = self._result(fn)
-            finally:
-                del self._returning[fn]
-                kept = guards.leave(depth, saved)
-            if kept:
-                self._results[fn] = found
+            found = self.ev.guards.ask(self._results, self._returning, fn, lambda: self._result(fn), None)
         return found.after(r) if isinstance(found, Resolved) else None
 
     def _result(self, fn: Fn) -> Resolved | None:
