@@ -13,6 +13,7 @@ from pathlib import Path
 import dagster as dg
 from sqlalchemy import Engine
 
+from kb_assets.core.forked import set_workers
 from kb_assets.core.spans import ParseLimits
 from kb_resources.embedding.port import Embedder, make_embedder
 from kb_resources.git.repo import GitRepo
@@ -78,6 +79,11 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
             embed_batch_size=settings.embed_batch_size,
             embed_base_url=settings.embed_base_url or "",
         )
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Apply the process-wide part of the configuration: whether resolution may share its
+        work with a forked copy (``KB_WORKERS=1``: never; ``kb_assets.core.forked``)."""
+        set_workers(self.workers)
 
     def settings(self) -> Settings:
         """This resource's configuration as plain ``Settings``."""

@@ -24,7 +24,8 @@ from kb_assets.core.callgraph.index import Scopes
 from kb_assets.core.extractors.calls import edge_drafts
 from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.program import Program
-from tests.gitfixtures import read_folder
+from tests.gitfixtures import commit_tree, init_repo, read_folder
+from tests.kbfixtures import KbEnv
 from tests.programs import program_from_files
 from tests.spawned import run_spawned
 from tests.test_call_graph_order import CYCLES
@@ -195,3 +196,16 @@ def test_fork_returns_the_copy_s_value_or_none() -> None:
     assert found["with_thread"] is None
     assert found["one_worker"] is None
     assert found["again"] == 2
+
+
+def test_a_run_follows_kb_workers(kb_env: KbEnv, tmp_path: Path) -> None:
+    """The Dagster resource applies ``KB_WORKERS`` to the process: with 1, no copy is forked."""
+    repo = init_repo(tmp_path / "repo")
+    commit_tree(repo, {"a.py": "def f():\n    return 1\n"}, "first")
+    kb_env.extra["KB_WORKERS"] = "1"
+    try:
+        assert kb_env.kb("index", repo).code == 0
+        assert forked.fork(lambda: 1) is None
+        assert forked._workers == 1
+    finally:
+        forked.set_workers(0)

@@ -12,7 +12,6 @@ from sqlalchemy import Engine
 
 from kb_assets.core.blobs import decode_facts
 from kb_assets.core.extractors.registry import parser_version
-from kb_assets.core.forked import set_workers
 from kb_assets.core.models import JSON, Span
 from kb_assets.core.modules import map_modules
 from kb_assets.core.program import CONFIG_FILES, Program, SourceFile
@@ -30,11 +29,9 @@ _blobs: tuple[tuple[str, str], dict[str, _Loaded]] | None = None
 
 
 def load_program(repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits, workers: int) -> Program:
-    """The commit's files with spans and decoded facts, plus its module map. ``workers`` (the
-    ``KB_WORKERS`` setting) bounds the processes that parse missing blobs and whether resolution
-    over the program may share its work with a forked copy (``kb_assets.core.forked``)."""
+    """The commit's files with spans and decoded facts, plus its module map (``workers``: the
+    processes that parse missing blobs)."""
     global _last  # noqa: PLW0603 - a one-entry cache, see module docstring
-    set_workers(workers)
     key = (str(engine.url), sha, parser_version())
     if _last is not None and _last[0] == key:
         return _last[1]
