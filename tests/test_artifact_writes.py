@@ -79,32 +79,29 @@ def _stored_grounding(engine: sa.Engine, ids: list[str]) -> dict[str, int]:
 
 
 def test_halves_store_what_one_writer_stores(kb_env: KbEnv, tmp_path: Path) -> None:
+    """Under a version the store has not seen (so every artifact is new), with a working copy and
+    with a failing one."""
     sha = build_repo(FIXTURES / "calls_oracle", tmp_path / "repo")[-1]
     assert kb_env.kb("index", tmp_path / "repo").code == 0
     repo = GitRepo.open(tmp_path / "repo")
-    engine = open_store(load_settings(kb_env.environ), repo.key()).engine
-    url = engine.url.render_as_string(hide_password=False)
-    forget_programs()
-    program = load_program(repo, engine, sha, limits=ParseLimits(), workers=1)
-    expected = run_extractor(_calls("split-a"), program).artifacts
-    assert len(expected) > 10
-    assert not _stored_grounding(engine, [a.artifact_id for a in expected])
-
-    first = run_spawned(_store_in_halves, url, str(repo.root), sha, "split-a", False)
-    assert first["made"] == [True]
-    assert first["left"] == 0
-    drafted_order = [a.artifact_id for a in _in_draft_order(program, expected)]
-    assert first["ids"] == drafted_order
-    assert first["loaded"]["artifact"] == len(expected)
-    assert _stored_grounding(engine, first["ids"]) == _rows(expected)
-
-    again = run_extractor(_calls("split-b"), program).artifacts
-    failed = run_spawned(_store_in_halves, url, str(repo.root), sha, "split-b", True)
-    assert failed["made"] == [True]
-    assert failed["left"] == 0
-    assert failed["ids"] == [a.artifact_id for a in _in_draft_order(program, again)]
-    assert failed["loaded"]["artifact"] == len(again)
-    assert _stored_grounding(engine, failed["ids"]) == _rows(again)
+    store = open_store(load_settings(kb_env.environ), repo.key())
+    try:
+        engine = store.engine
+        url = engine.url.render_as_string(hide_password=False)
+        forget_programs()
+        program = load_program(repo, engine, sha, limits=ParseLimits(), workers=1)
+        for version, fail_in_copy in (("split-a", False), ("split-b", True)):
+            expected = run_extractor(_calls(version), program).artifacts
+            assert len(expected) > 10
+            assert not _stored_grounding(engine, [a.artifact_id for a in expected])
+            found = run_spawned(_store_in_halves, url, str(repo.root), sha, version, fail_in_copy)
+            assert found["made"] == [True]
+            assert found["left"] == 0
+            assert found["ids"] == [a.artifact_id for a in _in_draft_order(program, expected)]
+            assert found["loaded"]["artifact"] == len(expected)
+            assert _stored_grounding(engine, found["ids"]) == _rows(expected)
+    finally:
+        store.close()
 
 
 def _rows(artifacts: Any) -> dict[str, int]:
