@@ -68,15 +68,29 @@ def check_code(label: str, tree: Path, env: dict[str, str]) -> None:
 
 
 def slowest_steps(repo: Path, env: dict[str, str]) -> str:
-    """The newest run's slowest steps, as ``bench/steps.py`` prints them (its last lines)."""
+    """The newest run's slowest steps, as ``bench/steps.py`` prints them (its last lines), read by
+    the variant's own code (a read-only open refuses a schema other than its head)."""
     out = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "steps.py"), str(repo), "--top", "4"],
-        env={**env, "PYTHONPATH": str(ROOT)},
+        env=env,
         capture_output=True,
         text=True,
         check=False,
     ).stdout
     return " | ".join(line.strip() for line in out.splitlines() if line.strip())
+
+
+def store_size(repo: Path, env: dict[str, str]) -> str:
+    """The store's size, as ``bench/store_size.py`` prints it, read by the variant's own code (a
+    read-only open refuses a schema other than its head)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "store_size.py"), str(repo)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return (out.stdout or out.stderr).strip().splitlines()[-1:][0] if (out.stdout or out.stderr) else ""
 
 
 def one_round(label: str, tree: Path, repo: Path, shas: tuple[str, str], work: Path, *, watch: bool) -> None:
@@ -92,6 +106,7 @@ def one_round(label: str, tree: Path, repo: Path, shas: tuple[str, str], work: P
             figures = measure(kb("index", str(repo), "--sha", sha, "--gaps", "0"), env)
             print(figures.line(f"{label}: {what}"), flush=True)
             print("   ", slowest_steps(repo, env), flush=True)
+            print("   ", store_size(repo, env), flush=True)
         if watch:
             git(repo, "checkout", "-q", BRANCH)
             git(repo, "reset", "-q", "--hard", one)
@@ -99,6 +114,7 @@ def one_round(label: str, tree: Path, repo: Path, shas: tuple[str, str], work: P
             shown = "did not publish" if warm is None else ", ".join(f"{s:.2f}" for s in warm.seconds) + " s"
             rss = "" if warm is None else " (RSS " + ", ".join(f"{m:.0f}" for m in warm.rss_mib) + " MiB)"
             print(f"{label}: one-file commit, warm kb watch  {shown}{rss}", flush=True)
+            print("   ", store_size(repo, env), flush=True)
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

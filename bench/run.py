@@ -7,7 +7,8 @@ repository, and on a fresh embedded store measures, each through the ``kb`` CLI 
 
 - the full index of the corpus (wall, CPU, peak memory of the ``kb`` process tree);
 - a one-file commit on top of it (cold: a new ``kb index`` process, Dagster run included);
-- after each of those two, the run's slowest Dagster steps (``bench/steps.py``);
+- after each of those two, the run's slowest Dagster steps (``bench/steps.py``), and after each of
+  the three, the store's size and its per-commit entries' share (``bench/store_size.py``);
 - the same one-file commit picked up by a warm ``kb watch`` (time from the commit to its snapshot
   being published — the latency a team following a branch sees);
 - ``kb export`` of the whole snapshot;
@@ -193,6 +194,12 @@ def steps(repo: Path, env: dict[str, str]) -> None:
     subprocess.run([sys.executable, str(HERE / "steps.py"), str(repo), "--top", "8"], env=env, check=False)
 
 
+def store_size(repo: Path, env: dict[str, str]) -> None:
+    """Print the store's size and its per-commit entries' share (``bench/store_size.py``)."""
+    sys.stdout.flush()
+    subprocess.run([sys.executable, str(HERE / "store_size.py"), str(repo)], env=env, check=False)
+
+
 def kb(*args: str) -> list[str]:
     return [sys.executable, "-m", "kb_assets.cli.main", *args]
 
@@ -320,6 +327,7 @@ def main() -> int:
             (full.stdout or full.stderr).strip().splitlines()[0] if (full.stdout or full.stderr) else "",
         )
         steps(repo, env)
+        store_size(repo, env)
         one_file_commit(repo, 1)
         cold = measure(kb("index", str(repo), "--gaps", "0"), env)
         print(cold.line("one-file commit, cold kb index"))
@@ -327,6 +335,7 @@ def main() -> int:
             "   ", cold.stdout.strip().splitlines()[0] if cold.stdout.strip() else cold.stderr.strip()[-300:]
         )
         steps(repo, env)
+        store_size(repo, env)
         if not args.skip_watch:
             warm = warm_watch_latency(repo, env, 2)  # commits 2, 3 and 4
             shown = (
@@ -338,6 +347,7 @@ def main() -> int:
                 + " MiB)"
             )
             print(f"{'one-file commit, warm kb watch':<34} {shown}")
+            store_size(repo, env)
         export = measure(kb("export", str(repo)), env, stdout_path=work / "export.jsonl")
         records = sum(1 for _ in (work / "export.jsonl").open())
         print(export.line("kb export") + f"  ({records} records)")

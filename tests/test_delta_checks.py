@@ -15,7 +15,7 @@ from kb_assets.jobs import INDEX_JOB
 from kb_gates import gates
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
-from kb_resources.store import commit_reads, staged_delta, writes
+from kb_resources.store import commit_reads, reads, staged_delta, writes
 from kb_resources.store.engine import Store, open_store
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
@@ -98,10 +98,8 @@ def test_a_new_ungrounded_artifact_is_caught_against_the_base(
             span_id = conn.exec_driver_sql("SELECT min(span_id) FROM code_span").scalar_one()
             stray = grounded("import:nowhere->x", [Grounding(span_id, "missing.py", "source")])
             writes.insert_artifacts(conn, [stray])
-            conn.exec_driver_sql(
-                "INSERT INTO staged_entry (sha, extractor_id, artifact_id) VALUES (%s, %s, %s)",
-                (shas[1], IMPORTS_ID, stray.artifact_id),
-            )
+            staged = reads.staged_artifact_ids(conn, shas[1], IMPORTS_ID)
+            writes.replace_staged(conn, shas[1], IMPORTS_ID, [*staged, stray.artifact_id])
         since = gates.delta_since(store.engine, shas[1], IMPORTS_ID, shas[0])
         assert since == shas[0]
         assert gates.ungrounded(store.engine, shas[1], IMPORTS_ID, since=since) == [stray.artifact_id]

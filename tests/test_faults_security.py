@@ -178,7 +178,7 @@ def test_the_documented_read_only_role_serves_mcp_but_cannot_write(shop: Indexed
             with context.store.engine.connect() as conn:
                 conn.execute(sa.text("SET transaction_read_only = off"))
                 with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
-                    conn.execute(sa.text("DELETE FROM snapshot_entry"))
+                    conn.execute(sa.text("DELETE FROM snapshot_part"))
         finally:
             context.close()
     finally:

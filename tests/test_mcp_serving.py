@@ -154,7 +154,7 @@ def test_many_clients_at_once(shop: IndexedShop) -> None:
 def test_the_servers_connections_cannot_write(shop: IndexedShop) -> None:
     """The server's engine opens read-only transactions: an INSERT through it fails in PostgreSQL."""
     with shop.context.store.engine.connect() as conn, pytest.raises(sa.exc.DBAPIError, match="read-only"):
-        conn.execute(sa.text("DELETE FROM snapshot_entry"))
+        conn.execute(sa.text("DELETE FROM snapshot_part"))
     with shop.context.store.engine.connect() as conn:
         assert conn.scalar(sa.text("SELECT count(*) FROM snapshot_entry")) > 0
 

@@ -21,9 +21,9 @@ from kb_gates import gates
 from kb_gates.history import stable_sample
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
-from kb_resources.store import reads
+from kb_resources.store import reads, writes
 from kb_resources.store.engine import open_store
-from kb_resources.store.schema import artifact, staged_entry
+from kb_resources.store.schema import artifact
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
 
@@ -98,18 +98,8 @@ def test_verify_recomputes_every_extractor(large: tuple[KbEnv, Path, str]) -> No
     assert "oracle_agreement.extractions_reproducible: passed" in verified.stdout
     engine = _engine_of(env, repo)
     with engine.begin() as conn:
-        dropped = conn.execute(
-            sa.delete(staged_entry)
-            .where(
-                staged_entry.c.sha == sha,
-                staged_entry.c.extractor_id == IMPORTS_ID,
-                staged_entry.c.artifact_id
-                == sa.select(sa.func.min(staged_entry.c.artifact_id))
-                .where(staged_entry.c.sha == sha, staged_entry.c.extractor_id == IMPORTS_ID)
-                .scalar_subquery(),
-            )
-            .returning(staged_entry.c.artifact_id)
-        ).scalar_one()
+        dropped, *kept = reads.staged_artifact_ids(conn, sha, IMPORTS_ID)
+        writes.replace_staged(conn, sha, IMPORTS_ID, kept)
     diffs = gates.extractions_diff(GitRepo.open(repo), engine, sha, limits=ParseLimits(), workers=0)
     assert {name for name, d in diffs.items() if not d.equal} == {IMPORTS_ID}
     assert diffs[IMPORTS_ID].extra == {dropped}

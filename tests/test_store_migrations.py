@@ -49,7 +49,7 @@ def _tables(store: Store) -> set[str]:
 def test_fresh_database_migrates_to_head(store: Store) -> None:
     """open_store on an empty database creates every table, pgvector and the trigger, stamped at head."""
     with store.engine.connect() as conn:
-        assert revision.current_revision(conn) == revision.head_revision() == "0005"
+        assert revision.current_revision(conn) == revision.head_revision() == "0006"
         assert revision.is_at_head(conn)
         assert conn.scalar(sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         triggers = set(conn.scalars(sa.text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")))

@@ -1,6 +1,7 @@
-"""The statement-level references (migration 0003) keep every guarantee of the foreign keys they
-replaced: no child row without its parent, cascades and refusals on delete, no changed key, no
-truncated parent, and parent rows locked against a concurrent delete."""
+"""The statement-level references (migration 0003; since 0006 on the entry sets' members instead
+of the per-commit entry tables) keep every guarantee of the foreign keys they replaced: no child
+row without its parent, cascades and refusals on delete, no changed key, no truncated parent, and
+parent rows locked against a concurrent delete."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from kb_resources.store.schema import (
     artifact_derived_from,
     code_span,
     commit_ref,
+    entry_set,
+    entry_set_member,
     metadata,
     snapshot_entry,
     staged_entry,
@@ -45,11 +48,35 @@ def seeded(store: Store) -> Store:
     return store
 
 
-def _valid_row(ref: StatementReference, item: Artifact) -> dict[str, object]:
+OLD_REFERENCE_NAMES = {
+    "fk_staged_entry_sha_commit_ref",
+    "fk_staged_entry_artifact_id_artifact",
+    "fk_snapshot_entry_sha_commit_ref",
+    "fk_snapshot_entry_artifact_id_artifact",
+    "fk_artifact_derived_from_artifact_id_artifact",
+    "fk_artifact_derived_from_span_id_code_span",
+    "fk_blob_span_span_id_code_span",
+}
+"""The foreign keys migration 0003 replaced (before 0006 the entries had tables of their own)."""
+
+MEMBER_ARTIFACT = "fk_entry_set_member_artifact_id_artifact"
+
+
+def _set_of(store: Store) -> str:
+    """The id of the one set the seeded commit's entries are stored in."""
+    with store.engine.connect() as conn:
+        return str(conn.scalar(sa.select(entry_set.c.set_id)))
+
+
+def _member(store: Store, artifact_id: str) -> dict[str, object]:
+    """A member row adding ``artifact_id`` to the seeded set (valid as far as references go)."""
+    return {"set_id": _set_of(store), "artifact_id": artifact_id}
+
+
+def _valid_row(ref: StatementReference, item: Artifact, store: Store) -> dict[str, object]:
     """A row of ``ref.child`` whose every reference holds (inserting it succeeds)."""
     rows: Mapping[str, dict[str, object]] = {
-        "staged_entry": {"sha": SHA, "extractor_id": "other", "artifact_id": item.artifact_id},
-        "snapshot_entry": {"sha": SHA, "artifact_id": item.artifact_id},
+        "entry_set_member": _member(store, item.artifact_id),
         "artifact_derived_from": {
             "artifact_id": item.artifact_id,
             "span_id": BETA.span_id,
@@ -103,7 +130,7 @@ def test_a_child_row_needs_its_parent(seeded: Store, ref: StatementReference) ->
     with seeded.engine.begin() as conn:
         writes.insert_artifacts(conn, [other])
     table = metadata.tables[ref.child]
-    row = _valid_row(ref, other)
+    row = _valid_row(ref, other, seeded)
     with seeded.engine.connect() as conn:
         conn.execute(sa.insert(table).values(row))
         conn.rollback()
@@ -115,31 +142,42 @@ def test_a_child_row_needs_its_parent(seeded: Store, ref: StatementReference) ->
 
 
 def test_copy_checks_every_row_of_the_statement(seeded: Store) -> None:
-    """Staging by COPY: one unknown artifact among many valid entries refuses the whole statement."""
-    rows = [(SHA, "copied", EDGE.artifact_id), (SHA, "copied", "e" * 64)]
+    """Members by COPY: one unknown artifact among valid ones refuses the whole statement."""
+    rows = [("a" * 64, EDGE.artifact_id), ("a" * 64, "e" * 64)]
+    with seeded.engine.begin() as conn:
+        conn.execute(sa.insert(entry_set).values(set_id="a" * 64, size=2))
     with seeded.engine.connect() as conn, pytest.raises(psycopg.errors.ForeignKeyViolation) as caught:
-        copy_rows(conn, "staged_entry", ("sha", "extractor_id", "artifact_id"), rows)  # the driver's error
-    assert caught.value.diag.constraint_name == "fk_staged_entry_artifact_id_artifact"
-    assert _count(seeded, staged_entry) == 1
+        copy_rows(conn, "entry_set_member", ("set_id", "artifact_id"), rows)  # the driver's error
+    assert caught.value.diag.constraint_name == MEMBER_ARTIFACT
+    assert _count(seeded, entry_set_member) == 1
 
 
 def test_updating_a_child_to_a_missing_key_is_refused(seeded: Store) -> None:
     with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
-        conn.execute(sa.update(snapshot_entry).values(artifact_id="d" * 64))
-    _violation(caught, "fk_snapshot_entry_artifact_id_artifact")
+        conn.execute(sa.update(entry_set_member).values(artifact_id="d" * 64))
+    _violation(caught, MEMBER_ARTIFACT)
 
 
 def test_deleting_a_commit_cascades_to_its_entries(seeded: Store) -> None:
+    """The commit's parts go with it; the sets stay (other commits may share them) until deleted,
+    which takes their members along."""
     assert _count(seeded, staged_entry) == _count(seeded, snapshot_entry) == 1
+    with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
+        conn.execute(sa.delete(entry_set))
+    assert isinstance(caught.value.orig, psycopg.errors.ForeignKeyViolation)  # a part still names it
     with seeded.engine.begin() as conn:
         conn.execute(sa.delete(commit_ref).where(commit_ref.c.sha == SHA))
     assert _count(seeded, staged_entry) == _count(seeded, snapshot_entry) == 0
+    assert _count(seeded, entry_set_member) == 1
+    with seeded.engine.begin() as conn:
+        conn.execute(sa.delete(entry_set))
+    assert _count(seeded, entry_set_member) == 0
 
 
 def test_an_artifact_in_a_snapshot_cannot_be_deleted(seeded: Store) -> None:
     with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
         conn.execute(sa.delete(artifact).where(artifact.c.artifact_id == EDGE.artifact_id))
-    orig = _violation(caught, "fk_staged_entry_artifact_id_artifact")
+    orig = _violation(caught, MEMBER_ARTIFACT)
     assert EDGE.artifact_id in str(orig.diag.message_detail)
     assert _count(seeded, artifact) == 1
 
@@ -171,15 +209,15 @@ def test_a_referenced_key_cannot_change(seeded: Store) -> None:
         conn.execute(sa.update(artifact).values(confidence=0.5))
     with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
         conn.execute(sa.update(artifact).values(artifact_id="c" * 64))
-    _violation(caught, "fk_staged_entry_artifact_id_artifact")
+    _violation(caught, MEMBER_ARTIFACT)
 
 
 def test_a_parent_cannot_be_truncated_alone(seeded: Store) -> None:
     with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
         conn.execute(sa.text("TRUNCATE artifact"))
-    _violation(caught, "fk_staged_entry_artifact_id_artifact")
+    _violation(caught, MEMBER_ARTIFACT)
     with seeded.engine.begin() as conn:
-        conn.execute(sa.text("TRUNCATE artifact, artifact_derived_from, staged_entry, snapshot_entry"))
+        conn.execute(sa.text("TRUNCATE artifact, artifact_derived_from, entry_set_member"))
     assert _count(seeded, artifact) == 0
 
 
@@ -190,15 +228,14 @@ def test_a_staged_parent_is_locked_against_a_concurrent_delete(seeded: Store) ->
     with seeded.engine.begin() as conn:
         writes.insert_artifacts(conn, [loose])
     with seeded.engine.connect() as stager, seeded.engine.connect() as deleter:
-        entry = {"sha": SHA, "extractor_id": "x", "artifact_id": loose.artifact_id}
-        stager.execute(sa.insert(staged_entry).values(entry))
+        stager.execute(sa.insert(entry_set_member).values(_member(seeded, loose.artifact_id)))
         deleter.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
         with pytest.raises(sa_exc.OperationalError) as caught:
             deleter.execute(sa.delete(artifact).where(artifact.c.artifact_id == loose.artifact_id))
         assert isinstance(caught.value.orig, psycopg.errors.LockNotAvailable)
         deleter.rollback()
         stager.commit()
-    assert _count(seeded, staged_entry) == 2
+    assert _count(seeded, entry_set_member) == 2
 
 
 def _foreign_keys(store: Store) -> set[str]:
@@ -212,13 +249,14 @@ def test_the_migration_goes_back_to_foreign_keys_and_forth(seeded: Store) -> Non
     names = {ref.name for ref in STATEMENT_REFERENCES}
     with seeded.engine.begin() as conn:
         command.downgrade(revision.alembic_config(conn), "0002")
-    assert names <= _foreign_keys(seeded)
+    assert _foreign_keys(seeded) >= OLD_REFERENCE_NAMES
     with seeded.engine.begin() as conn:
         command.upgrade(revision.alembic_config(conn), "head")
-    assert not names & _foreign_keys(seeded)
+    assert not (names | OLD_REFERENCE_NAMES) & _foreign_keys(seeded)
+    assert _count(seeded, snapshot_entry) == 1  # the entry went to a table and back into a set
     with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
-        conn.execute(sa.insert(snapshot_entry).values(sha=SHA, artifact_id="a" * 64))
-    _violation(caught, "fk_snapshot_entry_artifact_id_artifact")
+        conn.execute(sa.insert(entry_set_member).values(_member(seeded, "a" * 64)))
+    _violation(caught, MEMBER_ARTIFACT)
 
 
 def test_the_checks_go_back_to_per_row_probes_and_forth(seeded: Store) -> None:
@@ -240,9 +278,13 @@ def test_the_checks_go_back_to_per_row_probes_and_forth(seeded: Store) -> None:
                 )
             )
         assert f"AFTER {grounded_on} public.artifact" in str(definition)
+        table, name = (snapshot_entry, "fk_snapshot_entry_artifact_id_artifact")
+        row: dict[str, object] = {"sha": SHA, "artifact_id": "a" * 64}
+        if target == "head":
+            table, name, row = entry_set_member, MEMBER_ARTIFACT, _member(seeded, "a" * 64)
         with seeded.engine.connect() as conn, pytest.raises(sa_exc.IntegrityError) as caught:
-            conn.execute(sa.insert(snapshot_entry).values(sha=SHA, artifact_id="a" * 64))
-        _violation(caught, "fk_snapshot_entry_artifact_id_artifact")
+            conn.execute(sa.insert(table).values(row))
+        _violation(caught, name)
 
 
 def test_a_writer_after_a_pending_delete_sees_the_parent_gone(seeded: Store) -> None:
@@ -251,15 +293,15 @@ def test_a_writer_after_a_pending_delete_sees_the_parent_gone(seeded: Store) -> 
     loose = grounded("call:loose", [Grounding(BETA.span_id, "m.py", "caller")])
     with seeded.engine.begin() as conn:
         writes.insert_artifacts(conn, [loose])
-    entry = {"sha": SHA, "extractor_id": "x", "artifact_id": loose.artifact_id}
+    entry = _member(seeded, loose.artifact_id)
     with seeded.engine.connect() as deleter, seeded.engine.connect() as stager:
         deleter.execute(sa.delete(artifact).where(artifact.c.artifact_id == loose.artifact_id))
         stager.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
         with pytest.raises(sa_exc.OperationalError) as waited:
-            stager.execute(sa.insert(staged_entry).values(entry))
+            stager.execute(sa.insert(entry_set_member).values(entry))
         assert isinstance(waited.value.orig, psycopg.errors.LockNotAvailable)
         stager.rollback()
         deleter.commit()
         with pytest.raises(sa_exc.IntegrityError) as caught:
-            stager.execute(sa.insert(staged_entry).values(entry))
-    _violation(caught, "fk_staged_entry_artifact_id_artifact")
+            stager.execute(sa.insert(entry_set_member).values(entry))
+    _violation(caught, MEMBER_ARTIFACT)

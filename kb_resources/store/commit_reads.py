@@ -18,9 +18,11 @@ from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
     commit_ref,
+    entry_set,
     occurrences,
     snapshot_entry,
     staged_entry,
+    staged_part,
 )
 from kb_resources.store.snapshot_reads import whole_snapshot_plan
 from kb_resources.store.staged_delta import UNGROUNDED_SINCE, new_since, proven_base
@@ -67,11 +69,8 @@ UNGROUNDED_MANY = sa.text(
 
 
 def staged_count(conn: sa.Connection, sha: str, extractor_id: str) -> int:
-    """How many entries an extractor staged for ``sha`` (an index-only scan)."""
-    query = sa.select(sa.func.count()).where(
-        staged_entry.c.sha == sha, staged_entry.c.extractor_id == extractor_id
-    )
-    return int(conn.scalar(query) or 0)
+    """How many entries an extractor staged for ``sha`` (the sizes of its parts' sets)."""
+    return staged_total(conn, sha, [extractor_id])
 
 
 @contextmanager
@@ -96,9 +95,14 @@ def staged_artifact_ids(conn: sa.Connection, sha: str, extractor_id: str) -> lis
 
 def staged_total(conn: sa.Connection, sha: str, extractor_ids: Collection[str]) -> int:
     """How many entries the extractors ``extractor_ids`` staged for ``sha`` (one per extractor and
-    artifact), counted by the server."""
-    s = staged_entry.c
-    query = sa.select(sa.func.count()).where(s.sha == sha, s.extractor_id.in_(sorted(set(extractor_ids))))
+    artifact): the sizes of their parts' sets, summed by the server without reading a member."""
+    p = staged_part.c
+    query = (
+        sa.select(sa.func.coalesce(sa.func.sum(entry_set.c.size), 0))
+        .select_from(staged_part)
+        .join(entry_set, entry_set.c.set_id == p.set_id)
+        .where(p.sha == sha, p.extractor_id.in_(sorted(set(extractor_ids))))
+    )
     return int(conn.scalar(query) or 0)
 
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 MIGRATIONS_DIR = Path(kb_resources.__file__).resolve().parent.parent / "migrations"
 """The Alembic script folder of this installation."""
 
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"
 """The single head of ``MIGRATIONS_DIR`` (``test_store_migrations`` checks it against Alembic's)."""
 
 MIGRATION_LOCK_KEY = 0x6B62_6D69_6772_6174  # "kbmigrat": one advisory lock id for every knowbase database

@@ -176,21 +176,42 @@ artifact_derived_from = sa.Table(
     sa.Index(None, "span_id"),
 )
 
-staged_entry = sa.Table(
-    "staged_entry",
+entry_set = sa.Table(
+    "entry_set",
     metadata,
-    sa.Column("sha", _SHA, primary_key=True),  # -> commit_ref (cascade), see STATEMENT_REFERENCES
-    sa.Column("extractor_id", sa.Text(), primary_key=True),
-    sa.Column("artifact_id", _ID, primary_key=True),  # -> artifact
+    sa.Column("set_id", _ID, primary_key=True),
+    sa.Column("size", sa.Integer(), nullable=False),
+    sa.CheckConstraint("size >= 1", name="size"),
 )
+"""A content-addressed set of artifact ids (``entry_sets``): the unit commits share their entries by."""
 
-snapshot_entry = sa.Table(
-    "snapshot_entry",
+entry_set_member = sa.Table(
+    "entry_set_member",
     metadata,
-    sa.Column("sha", _SHA, primary_key=True),  # -> commit_ref (cascade), see STATEMENT_REFERENCES
+    sa.Column("set_id", _ID, primary_key=True),  # -> entry_set (cascade), see STATEMENT_REFERENCES
     sa.Column("artifact_id", _ID, primary_key=True),  # -> artifact
     sa.Index(None, "artifact_id"),
 )
+
+
+def _part(name: str) -> sa.Table:
+    """A commit's entries for one extractor and id prefix: which set holds them."""
+    return sa.Table(
+        name,
+        metadata,
+        sa.Column("sha", _SHA, _commit_fk(), primary_key=True),
+        sa.Column("extractor_id", sa.Text(), primary_key=True),
+        sa.Column("prefix", sa.Text(), primary_key=True),
+        sa.Column("set_id", _ID, sa.ForeignKey("entry_set.set_id"), nullable=False),
+        sa.Index(None, "set_id"),
+    )
+
+
+staged_part = _part("staged_part")
+"""What each extractor proposes for a commit's snapshot, written by its asset."""
+
+snapshot_part = _part("snapshot_part")
+"""A commit's published snapshot: its staged parts, copied in the publishing transaction."""
 
 gap = sa.Table(
     "gap",
@@ -243,17 +264,16 @@ class StatementReference:
 
 
 STATEMENT_REFERENCES: tuple[StatementReference, ...] = (
-    StatementReference("staged_entry", "sha", "commit_ref", cascade=True),
-    StatementReference("staged_entry", "artifact_id", "artifact"),
-    StatementReference("snapshot_entry", "sha", "commit_ref", cascade=True),
-    StatementReference("snapshot_entry", "artifact_id", "artifact"),
+    StatementReference("entry_set_member", "set_id", "entry_set", cascade=True),
+    StatementReference("entry_set_member", "artifact_id", "artifact"),
     StatementReference("artifact_derived_from", "artifact_id", "artifact", cascade=True),
     StatementReference("artifact_derived_from", "span_id", "code_span"),
     StatementReference("blob_span", "span_id", "code_span"),
 )
 """The references of the largest tables. They are not foreign keys: a foreign key probes the parent
-once per row (320k grounding rows for Django, 88k staged and 88k snapshot entries per commit), and
-those probes were most of the server's time. Statement-level triggers check a statement's rows with
+once per row (320k grounding rows for Django, and before migration 0006 88k staged and 88k snapshot
+entries per commit; now as many set members on a full index), and those probes were most of the
+server's time. Statement-level triggers check a statement's rows with
 one join and raise ``foreign_key_violation`` under ``name``; a delete of a parent first locks the
 child tables against concurrent writers (migration 0003 says why that is enough). The metadata
 above declares no ``ForeignKey`` for them, so joins are written with an explicit ON clause."""
@@ -275,6 +295,27 @@ span_occurrence = sa.Table(
 """Where each span sits at each *published* commit: ``commit_file`` joined with the ``blob_span``
 rows of the commit's ``parser_version``. Occurrences are derived, never copied, so a commit that
 changes one file costs one file's rows, not the whole repository's."""
+
+staged_entry = sa.Table(
+    "staged_entry",
+    views,
+    sa.Column("sha", _SHA),
+    sa.Column("extractor_id", sa.Text()),
+    sa.Column("artifact_id", _ID),
+)
+"""Each extractor's staged artifact ids per commit: ``staged_part`` expanded through its sets
+(``entry_sets`` says why entries are stored as shared sets). Read-only; writes go through
+``writes.replace_staged``."""
+
+snapshot_entry = sa.Table(
+    "snapshot_entry",
+    views,
+    sa.Column("sha", _SHA),
+    sa.Column("extractor_id", sa.Text()),
+    sa.Column("artifact_id", _ID),
+)
+"""The artifact ids of each commit's published snapshot: ``snapshot_part`` expanded through its
+sets. Read-only; writes go through ``writes.publish_snapshot`` and ``writes.publish_entries``."""
 
 
 def occurrences(parser_version: str | None = None) -> sa.FromClause:

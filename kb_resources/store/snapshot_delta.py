@@ -26,13 +26,13 @@ _ORPHANS_SINCE = (
     TOUCHED_CTES
     + """
     unproven AS MATERIALIZED (
-      (SELECT artifact_id FROM snapshot_entry WHERE sha = :sha
-       EXCEPT
-       SELECT artifact_id FROM snapshot_entry WHERE sha = :base)
+      SELECT m.artifact_id FROM snapshot_part p JOIN entry_set_member m ON m.set_id = p.set_id
+       WHERE p.sha = :sha
+         AND p.set_id NOT IN (SELECT set_id FROM snapshot_part WHERE sha = :base)
+         AND NOT EXISTS (SELECT 1 FROM snapshot_entry b WHERE b.sha = :base AND b.artifact_id = m.artifact_id)
       UNION
-      (SELECT artifact_id FROM snapshot_entry WHERE sha = :sha
-       INTERSECT
-       SELECT artifact_id FROM touched)
+      SELECT t.artifact_id FROM touched t
+       WHERE EXISTS (SELECT 1 FROM snapshot_entry s WHERE s.sha = :sha AND s.artifact_id = t.artifact_id)
       UNION
       (SELECT s.artifact_id FROM staged_entry s
         WHERE s.sha = :sha AND s.extractor_id = ANY(:model_passes)
@@ -58,9 +58,10 @@ _ORPHANS_SINCE = (
     """
 )
 ORPHANS_SINCE = sa.text(_ORPHANS_SINCE)
-"""``snapshot_reads.ORPHAN_QUERY``'s three counts over the unproven part (module docstring). The
-set operations hash or sort both sides; the per-row probes run over the unproven entries and the
-changed files' spans only, few after a small change."""
+"""``snapshot_reads.ORPHAN_QUERY``'s three counts over the unproven part (module docstring). New
+entries are read set by set (``staged_delta.new_since``); the per-row probes run over the
+candidates, the touched and unproven entries and the changed files' spans only, few after a small
+change."""
 
 
 def orphans_since(

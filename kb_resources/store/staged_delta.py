@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from kb_resources.store.schema import commit_file, commit_ref, snapshot_entry, staged_entry
+from kb_resources.store.schema import (
+    commit_file,
+    commit_ref,
+    entry_set_member,
+    snapshot_entry,
+    snapshot_part,
+    staged_part,
+)
 
 TOUCHED_CTES = """
     WITH changed AS MATERIALIZED (
@@ -39,13 +46,15 @@ _UNGROUNDED_SINCE = (
     TOUCHED_CTES
     + """
     unproven AS MATERIALIZED (
-      (SELECT artifact_id FROM staged_entry WHERE sha = :sha AND extractor_id = :extractor_id
-       EXCEPT
-       SELECT artifact_id FROM snapshot_entry WHERE sha = :base)
+      SELECT m.artifact_id FROM staged_part p JOIN entry_set_member m ON m.set_id = p.set_id
+       WHERE p.sha = :sha AND p.extractor_id = :extractor_id
+         AND p.set_id NOT IN (SELECT set_id FROM snapshot_part WHERE sha = :base)
+         AND NOT EXISTS (SELECT 1 FROM snapshot_entry b WHERE b.sha = :base AND b.artifact_id = m.artifact_id)
       UNION
-      (SELECT artifact_id FROM staged_entry WHERE sha = :sha AND extractor_id = :extractor_id
-       INTERSECT
-       SELECT artifact_id FROM touched))
+      SELECT t.artifact_id FROM touched t
+       WHERE EXISTS (SELECT 1 FROM staged_entry s
+                      WHERE s.sha = :sha AND s.extractor_id = :extractor_id
+                        AND s.artifact_id = t.artifact_id))
     SELECT u.artifact_id FROM unproven u
      WHERE NOT EXISTS (SELECT 1 FROM artifact_derived_from d
                          JOIN commit_file f ON f.sha = :sha AND f.path = d.path
@@ -57,8 +66,10 @@ _UNGROUNDED_SINCE = (
 )
 UNGROUNDED_SINCE = sa.text(_UNGROUNDED_SINCE)
 """``UNGROUNDED_FEW`` over the unproven subset (``TOUCHED_CTES`` finds the touched artifacts). The
-set operations hash or sort both sides, never probe per row; the final probes are per unproven
-artifact, few after a small change."""
+new artifacts are read set by set, as ``new_since`` reads them: only members of staged sets the
+base does not name are candidates (0.12 s on Django's call edges when both sets were expanded and
+subtracted); the touched ones are probed one by one; the final probes are per unproven artifact,
+few after a small change."""
 
 
 def proven_base(conn: sa.Connection, sha: str, base: str | None, parser_version: str) -> str | None:
@@ -91,11 +102,19 @@ def changed_share(conn: sa.Connection, sha: str, base: str) -> float:
     return (total - unchanged) / total if total else 0.0
 
 
-def new_since(sha: str, extractor_id: str, base: str) -> sa.CompoundSelect[tuple[str]]:
-    """The extractor's staged ids at ``sha`` that the snapshot of ``base`` does not hold."""
-    s, e = staged_entry.c, snapshot_entry.c
-    staged = sa.select(s.artifact_id).where(s.sha == sha, s.extractor_id == extractor_id)
-    return staged.except_(sa.select(e.artifact_id).where(e.sha == base))
+def new_since(sha: str, extractor_id: str, base: str) -> sa.Select[tuple[str]]:
+    """The extractor's staged ids at ``sha`` that the snapshot of ``base`` does not hold.
+
+    Read set by set (``entry_sets``): only a member of a staged set that the base's snapshot does
+    not name can be new, so after a small change the candidates are a few buckets' members, each
+    then looked up in the base's snapshot through the members' ``artifact_id`` index. Expanding
+    both whole sets and subtracting them cost 0.10-0.19 s on Django's call edges."""
+    p, b, m = staged_part.c, snapshot_part.c, entry_set_member.c
+    held = sa.select(b.set_id).where(b.sha == base)
+    foreign = sa.select(p.set_id).where(p.sha == sha, p.extractor_id == extractor_id, p.set_id.not_in(held))
+    e = snapshot_entry.c
+    in_base = sa.select(e.artifact_id).where(e.sha == base, e.artifact_id == m.artifact_id).exists()
+    return sa.select(m.artifact_id).where(m.set_id.in_(foreign), ~in_base)
 
 
 def unchanged_paths(sha: str, base: str) -> sa.Select[tuple[str]]:

@@ -32,16 +32,17 @@ from kb_resources.store.bulk import (
     insert_new_keys,
     stored_keys,
 )
+from kb_resources.store.entry_sets import EntrySet, entry_sets
 from kb_resources.store.schema import (
     ARTIFACT_RECORD_COLUMNS,
-    artifact,
     artifact_derived_from,
     branch_ref,
     commit_file,
     commit_ref,
+    entry_set,
     gap,
-    snapshot_entry,
-    staged_entry,
+    snapshot_part,
+    staged_part,
 )
 
 SPAN_LANG = "python"
@@ -167,14 +168,56 @@ def insert_artifacts(
     return len(inserted)
 
 
-def replace_staged(conn: sa.Connection, sha: str, extractor_id: str, artifact_ids: Iterable[str]) -> int:
-    """Make ``artifact_ids`` what extractor ``extractor_id`` proposes for the snapshot of ``sha``."""
-    lock_commit(conn, sha)
-    conn.execute(
-        sa.delete(staged_entry).where(staged_entry.c.sha == sha, staged_entry.c.extractor_id == extractor_id)
+def store_entry_sets(conn: sa.Connection, sets: Sequence[EntrySet]) -> int:
+    """Store the sets among ``sets`` that are not stored yet; return how many member rows that wrote.
+
+    A set is content-addressed: one already stored (by this commit's parent, typically) is not
+    sent again, which is what makes a small commit's entries cost a few buckets."""
+    unique = {s.set_id: s for s in sets}
+    known = stored_keys(conn, "entry_set", "set_id", list(unique))
+    fresh = [unique[k] for k in sorted(unique) if k not in known]
+    inserted = insert_new_keys(
+        conn, "entry_set", ("set_id", "size"), ((s.set_id, len(s.members)) for s in fresh), key="set_id"
     )
-    rows = ((sha, extractor_id, aid) for aid in sorted(set(artifact_ids)))
-    return copy_rows(conn, "staged_entry", ("sha", "extractor_id", "artifact_id"), rows)
+    # The members of the sets this statement inserted: no other transaction can have any.
+    rows = ((s.set_id, aid) for s in fresh if s.set_id in inserted for aid in s.members)
+    written = copy_rows(conn, "entry_set_member", ("set_id", "artifact_id"), rows)
+    analyze_if_large(conn, "entry_set_member", written)
+    return written
+
+
+def replace_staged(conn: sa.Connection, sha: str, extractor_id: str, artifact_ids: Iterable[str]) -> int:
+    """Make ``artifact_ids`` what extractor ``extractor_id`` proposes for the snapshot of ``sha``;
+    return how many distinct ids that is."""
+    lock_commit(conn, sha)
+    sets = entry_sets(artifact_ids)
+    store_entry_sets(conn, sets)
+    conn.execute(
+        sa.delete(staged_part).where(staged_part.c.sha == sha, staged_part.c.extractor_id == extractor_id)
+    )
+    rows = ((sha, extractor_id, s.prefix, s.set_id) for s in sets)
+    copy_rows(conn, "staged_part", ("sha", "extractor_id", "prefix", "set_id"), rows)
+    return sum(len(s.members) for s in sets)
+
+
+def _publish_parts(conn: sa.Connection, sha: str, extractor_ids: Collection[str] | None) -> int:
+    """Copy the staged parts of ``sha`` (of ``extractor_ids`` only, when given) into its published
+    ones, which the caller cleared; return how many entries they hold."""
+    p, s = staged_part.c, snapshot_part.c
+    staged = sa.select(p.sha, p.extractor_id, p.prefix, p.set_id).where(p.sha == sha)
+    sizes = (
+        sa.select(sa.func.coalesce(sa.func.sum(entry_set.c.size), 0))
+        .select_from(snapshot_part)
+        .join(entry_set, entry_set.c.set_id == s.set_id)
+        .where(s.sha == sha)
+    )
+    if extractor_ids is not None:
+        chosen = sorted(set(extractor_ids))
+        staged = staged.where(p.extractor_id.in_(chosen))
+        sizes = sizes.where(s.extractor_id.in_(chosen))
+    columns = ["sha", "extractor_id", "prefix", "set_id"]
+    conn.execute(sa.insert(snapshot_part).from_select(columns, staged.order_by(p.extractor_id, p.prefix)))
+    return int(conn.scalar(sizes) or 0)
 
 
 def publish_snapshot(
@@ -192,19 +235,11 @@ def publish_snapshot(
     Takes every extractor's entries, or only those of ``extractor_ids`` when given (so entries of
     an extractor that was removed from the registry are not published). ``parser_version`` names
     the blob spans that locate this snapshot's grounding (the ``span_occurrence`` view follows it).
+    Publishing copies the staged parts (hundreds of rows), never the entries (``entry_sets``).
     """
     lock_commit(conn, sha)
-    conn.execute(sa.delete(snapshot_entry).where(snapshot_entry.c.sha == sha))
-    staged = (
-        sa.select(staged_entry.c.sha, staged_entry.c.artifact_id)
-        .distinct()
-        .where(staged_entry.c.sha == sha)
-        .order_by(staged_entry.c.artifact_id)
-    )
-    if extractor_ids is not None:
-        staged = staged.where(staged_entry.c.extractor_id.in_(sorted(set(extractor_ids))))
-    published = conn.execute(sa.insert(snapshot_entry).from_select(["sha", "artifact_id"], staged)).rowcount
-    analyze_if_large(conn, "snapshot_entry", published)  # the planner must not think it holds 19 rows
+    conn.execute(sa.delete(snapshot_part).where(snapshot_part.c.sha == sha))
+    published = _publish_parts(conn, sha, extractor_ids)
     marked = conn.execute(
         sa.update(commit_ref)
         .where(commit_ref.c.sha == sha)
@@ -227,14 +262,9 @@ def publish_entries(conn: sa.Connection, sha: str, extractor_id: str) -> int:
     snapshot; they never republish it). Visible when the caller commits."""
     if conn.scalar(sa.select(commit_ref.c.published_at).where(commit_ref.c.sha == sha)) is None:
         raise LookupError(f"commit {sha} has no published snapshot to add to")
-    own = sa.select(artifact.c.artifact_id).where(artifact.c.extractor_id == extractor_id)
-    conn.execute(
-        sa.delete(snapshot_entry).where(snapshot_entry.c.sha == sha, snapshot_entry.c.artifact_id.in_(own))
-    )
-    staged = sa.select(staged_entry.c.sha, staged_entry.c.artifact_id).where(
-        staged_entry.c.sha == sha, staged_entry.c.extractor_id == extractor_id
-    )
-    return conn.execute(sa.insert(snapshot_entry).from_select(["sha", "artifact_id"], staged)).rowcount
+    s = snapshot_part.c
+    conn.execute(sa.delete(snapshot_part).where(s.sha == sha, s.extractor_id == extractor_id))
+    return _publish_parts(conn, sha, [extractor_id])
 
 
 def replace_gaps(conn: sa.Connection, sha: str, source: str, gaps: Iterable[Gap]) -> int:

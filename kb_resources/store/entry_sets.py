@@ -1,0 +1,58 @@
+"""How a commit's entries are stored: as content-addressed sets of artifact ids shared by commits.
+
+A one-file commit of Django stages ~88k artifact ids, nearly all of them the parent's. Stored one
+row per commit and id, twice (staged and published), that was ~80 MB per commit and a copy of
+88k rows on every publish. Instead, an extractor's ids at a commit are cut into buckets by the
+first hex digits of the id, and each bucket is stored once as a set named by the hash of its
+members. A commit holds one *part* row per bucket (``staged_part``, ``snapshot_part``) naming its
+set; a commit that changes a few ids writes only the few buckets they fall in, and publishing
+copies part rows (hundreds), not entries. ``staged_entry`` and ``snapshot_entry`` are views that
+expand the parts, so every reader sees the entries as before.
+
+The bucket width grows with the set: ``prefix_width`` hex digits, about the square root of the
+set's size in buckets of about its square root each, which keeps both the part rows per commit
+and the rows a small change rewrites near ``sqrt(n)`` (Django's 40k call edges: 256 buckets of
+~160). Both rules are locked by ``ENTRY_SET_VERSION``; migration 0006 applies the same rules in SQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+ENTRY_SET_VERSION = "1"
+"""Names the set-id and bucket rules below; a change to either needs a new version and a migration."""
+
+
+@dataclass(frozen=True, slots=True)
+class EntrySet:
+    """One bucket of an extractor's ids at a commit: ids sharing ``prefix``, named by ``set_id``."""
+
+    prefix: str
+    set_id: str
+    members: tuple[str, ...]
+
+
+def prefix_width(count: int) -> int:
+    """How many leading hex digits of an id pick its bucket in a set of ``count`` ids.
+
+    ``(bit_length + 3) // 8`` is log16 of the square root, rounded: one bucket below 16 ids, 16
+    from 16, 256 from 4,096, 4,096 from 1,048,576."""
+    return (count.bit_length() + 3) // 8
+
+
+def set_id(members: Iterable[str]) -> str:
+    """The id of a set of artifact ids: sha256 over the version and the sorted, distinct ids."""
+    text = "\n".join([f"entry-set:{ENTRY_SET_VERSION}", *sorted(set(members))])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def entry_sets(artifact_ids: Iterable[str]) -> list[EntrySet]:
+    """``artifact_ids`` cut into their buckets, in prefix order (no empty bucket)."""
+    ids = sorted(set(artifact_ids))
+    width = prefix_width(len(ids))
+    buckets: dict[str, list[str]] = {}
+    for aid in ids:
+        buckets.setdefault(aid[:width], []).append(aid)
+    return [EntrySet(prefix, set_id(members), tuple(members)) for prefix, members in buckets.items()]
