@@ -156,3 +156,27 @@ def test_the_migration_names_the_sets_the_rules_name(store: Store) -> None:
         named = [str(set_id) for set_id, _ in written[2]]
         counted = sa.select(sa.func.count()).where(entry_set_member.c.set_id.in_(named))
         assert conn.scalar(counted) == sum(int(str(size)) for _, size in written[2])
+
+
+def test_the_snapshot_digest_follows_the_ids(store: Store) -> None:
+    """Two commits publishing the same ids per extractor have one digest; one id more or less, or
+    the same ids under another extractor, changes it."""
+    items = _artifacts(50, tag="digest")
+    shas = [sha_of(f"digest{n}") for n in range(4)]
+    _seed(store, shas, items)
+    staged = [("test", _ids(items)), ("test", list(reversed(_ids(items)))), ("test", _ids(items)[1:])]
+    with store.engine.begin() as conn:
+        for sha, (extractor_id, ids) in zip(shas, [*staged, ("other", _ids(items))], strict=True):
+            writes.replace_staged(conn, sha, extractor_id, ids)
+            writes.publish_snapshot(
+                conn,
+                sha,
+                mode="full",
+                base_sha=None,
+                stats={},
+                parser_version=PARSER_VERSION,
+                extractor_ids=[extractor_id],
+            )
+        digests = [reads.snapshot_digest(conn, sha) for sha in shas]
+    assert digests[0] == digests[1]
+    assert len(set(digests)) == 3

@@ -6,7 +6,6 @@ from kb_assets.assets.metadata import latest_metadata
 from kb_assets.assets.proof import require_proven
 from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.core.summary import markdown_summary, summary_line
-from kb_assets.indexing.extract import ids_digest
 from kb_assets.indexing.publish import publish_commit
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
@@ -35,7 +34,7 @@ def knowledge_snapshot(context: dg.AssetExecutionContext, kb: KnowbaseResource) 
         reused=int(spans.get("reused", 0)),
     )
     with kb.engine().connect() as conn:
-        digest = ids_digest(reads.snapshot_artifact_ids(conn, context.partition_key))
+        digest = reads.snapshot_digest(conn, context.partition_key)
     context.log.info(summary_line(stats))
     return dg.MaterializeResult(
         metadata={

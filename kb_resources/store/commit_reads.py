@@ -21,6 +21,7 @@ from kb_resources.store.schema import (
     entry_set,
     occurrences,
     snapshot_entry,
+    snapshot_part,
     staged_entry,
     staged_part,
 )
@@ -214,6 +215,19 @@ def snapshot_artifact_ids(conn: sa.Connection, sha: str) -> list[str]:
         .order_by(snapshot_entry.c.artifact_id)
     )
     return list(conn.scalars(query))
+
+
+def snapshot_digest(conn: sa.Connection, sha: str) -> str:
+    """A digest of the published snapshot of ``sha`` read from its ~530 parts, not its 88k ids.
+
+    sha256 over the sorted ``extractor_id``, prefix and set id of each part: a set id is the hash
+    of its sorted ids (``entry_sets``), so this is a Merkle digest of the snapshot's ids per
+    extractor: equal snapshots give equal digests and any changed id changes it. Reading and
+    hashing every id instead took 0.23-0.28 s of each Django publish."""
+    p = snapshot_part.c
+    query = sa.select(p.extractor_id, p.prefix, p.set_id).where(p.sha == sha)
+    rows = sorted("\t".join(map(str, row)) for row in conn.execute(query))
+    return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest()
 
 
 def snapshot_parser_version(conn: sa.Connection, sha: str) -> str | None:

@@ -165,14 +165,28 @@ def snapshot_records(
 
 MOVES_QUERY = sa.text(
     """
-    WITH before AS (
+    WITH only_after AS MATERIALIZED (
+        SELECT m.artifact_id FROM snapshot_part p JOIN entry_set_member m ON m.set_id = p.set_id
+         WHERE p.sha = :sha AND p.set_id NOT IN (SELECT set_id FROM snapshot_part WHERE sha = :base)
+           AND NOT EXISTS (SELECT 1 FROM snapshot_entry o
+                            WHERE o.sha = :base AND o.artifact_id = m.artifact_id)
+    ), only_before AS MATERIALIZED (
+        SELECT m.artifact_id FROM snapshot_part p JOIN entry_set_member m ON m.set_id = p.set_id
+         WHERE p.sha = :base AND p.set_id NOT IN (SELECT set_id FROM snapshot_part WHERE sha = :sha)
+           AND NOT EXISTS (SELECT 1 FROM snapshot_entry o
+                            WHERE o.sha = :sha AND o.artifact_id = m.artifact_id)
+    ), moved_keys AS MATERIALIZED (
+        SELECT DISTINCT a.kind, a.logical_key FROM artifact a
+         WHERE a.artifact_id IN (SELECT artifact_id FROM only_after
+                                 UNION ALL SELECT artifact_id FROM only_before)
+    ), before AS (
         SELECT a.kind, a.logical_key, a.artifact_id, a.extractor_version
-        FROM snapshot_entry s JOIN artifact a ON a.artifact_id = s.artifact_id
-        WHERE s.sha = :base
-    ), after AS (
+          FROM moved_keys k JOIN artifact a ON a.kind = k.kind AND a.logical_key = k.logical_key
+         WHERE EXISTS (SELECT 1 FROM snapshot_entry s WHERE s.sha = :base AND s.artifact_id = a.artifact_id)
+    ), after AS MATERIALIZED (
         SELECT a.kind, a.logical_key, a.artifact_id, a.extractor_version
-        FROM snapshot_entry s JOIN artifact a ON a.artifact_id = s.artifact_id
-        WHERE s.sha = :sha
+          FROM moved_keys k JOIN artifact a ON a.kind = k.kind AND a.logical_key = k.logical_key
+         WHERE EXISTS (SELECT 1 FROM snapshot_entry s WHERE s.sha = :sha AND s.artifact_id = a.artifact_id)
     ), paired AS (
         SELECT after.kind,
                before.extractor_version = after.extractor_version AS same_version,
@@ -186,8 +200,18 @@ MOVES_QUERY = sa.text(
            count(*) AS units
     FROM paired
     GROUP BY 1, 2, 3, 4
+    UNION ALL
+    SELECT NULL, TRUE, NULL, NULL,
+           (SELECT coalesce(sum(e.size), 0) FROM snapshot_part p JOIN entry_set e ON e.set_id = p.set_id
+             WHERE p.sha = :sha)
+           - (SELECT count(*) FROM after)
     """
 )
+"""Units of two snapshots paired by kind and logical key. Only keys with an id that one snapshot
+holds and the other does not (found set by set, as ``staged_delta.new_since`` finds them) are
+paired in full; every other unit of ``:sha`` is in both snapshots under the same id (a key names
+one unit of a snapshot), so the last row counts them as compared, from the sets' sizes. On a
+one-file Django commit: 4-6 ms against 0.3 s for pairing both whole snapshots."""
 
 
 class SnapshotMoves(NamedTuple):
@@ -205,13 +229,13 @@ def snapshot_moves(conn: sa.Connection, base: str, sha: str) -> SnapshotMoves:
     """Pair the units of the snapshots of ``base`` and ``sha`` inside the server.
 
     Only the counts and the pairs whose id changed come back: on a one-file commit of Django that
-    is a handful of rows instead of two times 88k (0.5 s instead of 1.5 s).
+    is a handful of rows instead of two times 88k, and only the units whose id is not in both
+    snapshots are read (``MOVES_QUERY``).
     """
     compared = 0
     bumped: dict[str, int] = {}
     moved: list[tuple[str, str]] = []
-    with whole_snapshot_plan(conn):
-        rows = conn.execute(MOVES_QUERY, {"base": base, "sha": sha}).all()
+    rows = conn.execute(MOVES_QUERY, {"base": base, "sha": sha}).all()
     for kind, same_version, old_id, new_id, units in rows:
         if not same_version:
             bumped[kind] = bumped.get(kind, 0) + int(units)
