@@ -40,9 +40,15 @@ def _members(store: Store) -> int:
         return int(conn.scalar(sa.select(sa.func.count()).select_from(entry_set_member)) or 0)
 
 
-def _publish(conn: sa.Connection, sha: str) -> int:
+def _publish(conn: sa.Connection, sha: str, extractor_ids: list[str] | None = None) -> int:
     return writes.publish_snapshot(
-        conn, sha, mode="full", base_sha=None, stats={}, parser_version=PARSER_VERSION
+        conn,
+        sha,
+        mode="full",
+        base_sha=None,
+        stats={},
+        parser_version=PARSER_VERSION,
+        extractor_ids=extractor_ids,
     )
 
 
@@ -94,15 +100,7 @@ def test_publishing_copies_parts_and_passes_add_their_own(store: Store) -> None:
     with store.engine.begin() as conn:
         writes.replace_staged(conn, sha, "calls", _ids(items))
         writes.replace_staged(conn, sha, "gone", _ids(described))
-        published = writes.publish_snapshot(
-            conn,
-            sha,
-            mode="full",
-            base_sha=None,
-            stats={},
-            parser_version=PARSER_VERSION,
-            extractor_ids=["calls"],
-        )
+        published = _publish(conn, sha, ["calls"])
     assert published == 40
     with store.engine.begin() as conn:
         assert writes.publish_entries(conn, sha, "gone") == 3
@@ -168,15 +166,7 @@ def test_the_snapshot_digest_follows_the_ids(store: Store) -> None:
     with store.engine.begin() as conn:
         for sha, (extractor_id, ids) in zip(shas, [*staged, ("other", _ids(items))], strict=True):
             writes.replace_staged(conn, sha, extractor_id, ids)
-            writes.publish_snapshot(
-                conn,
-                sha,
-                mode="full",
-                base_sha=None,
-                stats={},
-                parser_version=PARSER_VERSION,
-                extractor_ids=[extractor_id],
-            )
+            _publish(conn, sha, [extractor_id])
         digests = [reads.snapshot_digest(conn, sha) for sha in shas]
     assert digests[0] == digests[1]
     assert len(set(digests)) == 3
