@@ -25,14 +25,21 @@ from kb_resources.store.staged_delta import TOUCHED_CTES
 _ORPHANS_SINCE = (
     TOUCHED_CTES
     + """
+    published AS (SELECT extractor_id, set_id FROM snapshot_part WHERE sha = :sha),
+    held AS (SELECT extractor_id, set_id FROM snapshot_part WHERE sha = :base),
     unproven AS MATERIALIZED (
-      SELECT m.artifact_id FROM snapshot_part p JOIN entry_set_member m ON m.set_id = p.set_id
-       WHERE p.sha = :sha
-         AND p.set_id NOT IN (SELECT set_id FROM snapshot_part WHERE sha = :base)
-         AND NOT EXISTS (SELECT 1 FROM snapshot_entry b WHERE b.sha = :base AND b.artifact_id = m.artifact_id)
+      SELECT artifact_id FROM
+        (SELECT d.extractor_id, m.artifact_id
+           FROM (SELECT * FROM published EXCEPT SELECT * FROM held) d
+           JOIN entry_set_member m ON m.set_id = d.set_id
+         EXCEPT
+         SELECT d.extractor_id, m.artifact_id
+           FROM (SELECT * FROM held EXCEPT SELECT * FROM published) d
+           JOIN entry_set_member m ON m.set_id = d.set_id) AS new_entries
       UNION
       SELECT t.artifact_id FROM touched t
-       WHERE EXISTS (SELECT 1 FROM snapshot_entry s WHERE s.sha = :sha AND s.artifact_id = t.artifact_id)
+       CROSS JOIN LATERAL (SELECT 1 FROM entry_set_member m JOIN published s ON s.set_id = m.set_id
+                            WHERE m.artifact_id = t.artifact_id LIMIT 1) AS published_now
       UNION
       (SELECT s.artifact_id FROM staged_entry s
         WHERE s.sha = :sha AND s.extractor_id = ANY(:model_passes)
@@ -59,9 +66,9 @@ _ORPHANS_SINCE = (
 )
 ORPHANS_SINCE = sa.text(_ORPHANS_SINCE)
 """``snapshot_reads.ORPHAN_QUERY``'s three counts over the unproven part (module docstring). New
-entries are read set by set (``staged_delta.new_since``); the per-row probes run over the
-candidates, the touched and unproven entries and the changed files' spans only, few after a small
-change."""
+entries are read set by set, per extractor, as ``staged_delta.new_since`` reads them; the per-row
+probes run over the touched and unproven entries and the changed files' spans only, few after a
+small change."""
 
 
 def orphans_since(

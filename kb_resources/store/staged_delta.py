@@ -21,7 +21,6 @@ from kb_resources.store.schema import (
     commit_file,
     commit_ref,
     entry_set_member,
-    snapshot_entry,
     snapshot_part,
     staged_part,
 )
@@ -45,16 +44,18 @@ spans, not the snapshot. Statements are composed from module constants only, nev
 _UNGROUNDED_SINCE = (
     TOUCHED_CTES
     + """
+    staged AS (SELECT set_id FROM staged_part WHERE sha = :sha AND extractor_id = :extractor_id),
+    held AS (SELECT set_id FROM snapshot_part WHERE sha = :base AND extractor_id = :extractor_id),
     unproven AS MATERIALIZED (
-      SELECT m.artifact_id FROM staged_part p JOIN entry_set_member m ON m.set_id = p.set_id
-       WHERE p.sha = :sha AND p.extractor_id = :extractor_id
-         AND p.set_id NOT IN (SELECT set_id FROM snapshot_part WHERE sha = :base)
-         AND NOT EXISTS (SELECT 1 FROM snapshot_entry b WHERE b.sha = :base AND b.artifact_id = m.artifact_id)
+      (SELECT m.artifact_id FROM entry_set_member m
+        WHERE m.set_id IN (SELECT set_id FROM staged EXCEPT SELECT set_id FROM held)
+       EXCEPT
+       SELECT m.artifact_id FROM entry_set_member m
+        WHERE m.set_id IN (SELECT set_id FROM held EXCEPT SELECT set_id FROM staged))
       UNION
       SELECT t.artifact_id FROM touched t
-       WHERE EXISTS (SELECT 1 FROM staged_entry s
-                      WHERE s.sha = :sha AND s.extractor_id = :extractor_id
-                        AND s.artifact_id = t.artifact_id))
+       CROSS JOIN LATERAL (SELECT 1 FROM entry_set_member m JOIN staged s ON s.set_id = m.set_id
+                            WHERE m.artifact_id = t.artifact_id LIMIT 1) AS staged_now)
     SELECT u.artifact_id FROM unproven u
      WHERE NOT EXISTS (SELECT 1 FROM artifact_derived_from d
                          JOIN commit_file f ON f.sha = :sha AND f.path = d.path
@@ -66,10 +67,10 @@ _UNGROUNDED_SINCE = (
 )
 UNGROUNDED_SINCE = sa.text(_UNGROUNDED_SINCE)
 """``UNGROUNDED_FEW`` over the unproven subset (``TOUCHED_CTES`` finds the touched artifacts). The
-new artifacts are read set by set, as ``new_since`` reads them: only members of staged sets the
-base does not name are candidates (0.12 s on Django's call edges when both sets were expanded and
-subtracted); the touched ones are probed one by one; the final probes are per unproven artifact,
-few after a small change."""
+new artifacts are read set by set, as ``new_since`` reads them (0.12 s on Django's call edges when
+both whole sets were expanded and subtracted, ~7 ms now); each touched artifact is looked up in
+the staged sets by its own id (``LATERAL``, so no plan hashes the whole staged set instead); the
+final probes are per unproven artifact, few after a small change."""
 
 
 def proven_base(conn: sa.Connection, sha: str, base: str | None, parser_version: str) -> str | None:
@@ -102,19 +103,22 @@ def changed_share(conn: sa.Connection, sha: str, base: str) -> float:
     return (total - unchanged) / total if total else 0.0
 
 
-def new_since(sha: str, extractor_id: str, base: str) -> sa.Select[tuple[str]]:
+def new_since(sha: str, extractor_id: str, base: str) -> sa.CompoundSelect[tuple[str]]:
     """The extractor's staged ids at ``sha`` that the snapshot of ``base`` does not hold.
 
-    Read set by set (``entry_sets``): only a member of a staged set that the base's snapshot does
-    not name can be new, so after a small change the candidates are a few buckets' members, each
-    then looked up in the base's snapshot through the members' ``artifact_id`` index. Expanding
-    both whole sets and subtracting them cost 0.10-0.19 s on Django's call edges."""
+    Read set by set (``entry_sets``): a set both name holds the same ids, and an extractor's ids
+    sit in one of its sets only, so the answer is the members of the extractor's staged sets the
+    base does not name, minus the members of the base's sets of that extractor the commit does not
+    name: after a small change, a few buckets on each side, subtracted by one hash. (An id the base
+    held under another extractor counts as new: checked again, never skipped.) Expanding both
+    whole sets cost 75-116 ms on Django's call edges, probing each candidate in the base's
+    snapshot 85 ms for a change touching 53 of 530 sets; this is a few ms."""
     p, b, m = staged_part.c, snapshot_part.c, entry_set_member.c
-    held = sa.select(b.set_id).where(b.sha == base)
-    foreign = sa.select(p.set_id).where(p.sha == sha, p.extractor_id == extractor_id, p.set_id.not_in(held))
-    e = snapshot_entry.c
-    in_base = sa.select(e.artifact_id).where(e.sha == base, e.artifact_id == m.artifact_id).exists()
-    return sa.select(m.artifact_id).where(m.set_id.in_(foreign), ~in_base)
+    staged = sa.select(p.set_id).where(p.sha == sha, p.extractor_id == extractor_id)
+    held = sa.select(b.set_id).where(b.sha == base, b.extractor_id == extractor_id)
+    ours = sa.select(m.artifact_id).where(m.set_id.in_(staged.except_(held)))
+    theirs = sa.select(m.artifact_id).where(m.set_id.in_(held.except_(staged)))
+    return ours.except_(theirs)
 
 
 def unchanged_paths(sha: str, base: str) -> sa.Select[tuple[str]]:
