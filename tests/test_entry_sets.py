@@ -170,3 +170,23 @@ def test_the_snapshot_digest_follows_the_ids(store: Store) -> None:
         digests = [reads.snapshot_digest(conn, sha) for sha in shas]
     assert digests[0] == digests[1]
     assert len(set(digests)) == 3
+
+
+def test_snapshot_difference_is_the_difference_of_the_ids(store: Store) -> None:
+    """Read set by set, the ids only one snapshot holds and the count both hold are those of the
+    id sets themselves: changed buckets, a bucket changed on both sides, an extractor on one side."""
+    items = _artifacts(400, tag="difference")
+    ids = _ids(items)
+    base, head = sha_of("difference-base"), sha_of("difference-head")
+    _seed(store, [base, head], items)
+    before = {"calls": ids[:300], "gone": ids[350:]}
+    after = {"calls": [*ids[5:300], *ids[300:320]], "new": ids[320:350]}
+    with store.engine.begin() as conn:
+        for sha, staged in ((base, before), (head, after)):
+            for extractor_id, chosen in staged.items():
+                writes.replace_staged(conn, sha, extractor_id, chosen)
+            _publish(conn, sha)
+        difference = reads.snapshot_difference(conn, base, head)
+    old = {i for chosen in before.values() for i in chosen}
+    new = {i for chosen in after.values() for i in chosen}
+    assert difference == (old - new, new - old, len(old & new))

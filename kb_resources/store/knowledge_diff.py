@@ -32,9 +32,8 @@ from kb_assets.core.errors import CheckFailedError
 from kb_assets.core.extractors.base import LocatedGrounding
 from kb_assets.core.models import JSON
 from kb_assets.core.records import export_record, provenance
-from kb_resources.store.commit_reads import snapshot_artifact_ids
 from kb_resources.store.serving_reads import records_by_id
-from kb_resources.store.snapshot_reads import ArtifactRecord
+from kb_resources.store.snapshot_reads import ArtifactRecord, snapshot_difference
 
 Unit = dict[str, JSON]
 
@@ -132,10 +131,9 @@ def _by_identity(records: Iterable[ArtifactRecord]) -> dict[tuple[str, str], lis
 
 def knowledge_diff(conn: sa.Connection, base_sha: str, head_sha: str) -> KnowledgeDiff:
     """Compare the published snapshots of ``base_sha`` and ``head_sha`` (both must be published)."""
-    base_ids = set(snapshot_artifact_ids(conn, base_sha))
-    head_ids = set(snapshot_artifact_ids(conn, head_sha))
-    removed = _by_identity(records_by_id(conn, base_sha, base_ids - head_ids).values())
-    added = _by_identity(records_by_id(conn, head_sha, head_ids - base_ids).values())
+    difference = snapshot_difference(conn, base_sha, head_sha)
+    removed = _by_identity(records_by_id(conn, base_sha, difference.removed).values())
+    added = _by_identity(records_by_id(conn, head_sha, difference.added).values())
     kinds: dict[str, KindDiff] = defaultdict(KindDiff)
     for ident in sorted(set(removed) | set(added)):
         before, after = removed.get(ident, []), added.get(ident, [])
@@ -145,4 +143,4 @@ def knowledge_diff(conn: sa.Connection, base_sha: str, head_sha: str) -> Knowled
             continue
         diff.removed.extend(export_unit(rec, base_sha) for rec in before)
         diff.added.extend(export_unit(rec, head_sha) for rec in after)
-    return KnowledgeDiff(base_sha, head_sha, dict(kinds), len(base_ids & head_ids))
+    return KnowledgeDiff(base_sha, head_sha, dict(kinds), difference.unchanged)
