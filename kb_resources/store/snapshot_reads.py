@@ -187,7 +187,7 @@ its sets only, so only the members of the sets one side names and the other does
 and one hash per side subtracts them (``staged_delta.new_since`` reads a staged set the same way).
 An id held under different extractors on the two sides counts on both."""
 
-MOVES_QUERY = sa.text(
+_MOVES = (
     ONE_SIDED_CTES
     + """, moved_keys AS MATERIALIZED (
         SELECT DISTINCT a.kind, a.logical_key
@@ -226,6 +226,7 @@ MOVES_QUERY = sa.text(
            - (SELECT count(*) FROM after)
     """
 )
+MOVES_QUERY = sa.text(_MOVES)
 """Units of two snapshots paired by kind and logical key. Only keys with an id that one snapshot
 holds and the other does not are paired in full (``ONE_SIDED_CTES``); every other unit of
 ``:sha`` is in both snapshots under the same id (a key names one unit of a snapshot), so the last
@@ -236,7 +237,7 @@ snapshot or scanned every artifact took 0.13-0.55 s. On a
 one-file Django commit: a few ms against ~0.3 s for pairing both whole snapshots."""
 
 
-ONE_SIDED_QUERY = sa.text(
+_ONE_SIDED = (
     ONE_SIDED_CTES
     + """
     SELECT TRUE AS added, artifact_id FROM only_after
@@ -244,6 +245,7 @@ ONE_SIDED_QUERY = sa.text(
     SELECT FALSE, artifact_id FROM only_before
     """
 )
+ONE_SIDED_QUERY = sa.text(_ONE_SIDED)
 
 
 class SnapshotDifference(NamedTuple):
