@@ -1,8 +1,8 @@
 """Every write the pipeline makes to the knowledge store: bulk, idempotent, in the caller's transaction.
 
-Content-addressed rows (spans, parsed blobs, artifacts, grounding) are inserted with
-``ON CONFLICT DO NOTHING``, so writing them twice changes nothing; per-commit rows (files,
-occurrences, gaps, staged entries) are replaced wholesale. Nothing here commits: the caller owns
+Content-addressed rows (spans, parsed blobs, artifacts, grounding, entry sets) are inserted with
+``ON CONFLICT DO NOTHING``, so writing them twice changes nothing; per-commit rows (files, gaps,
+staged and published parts naming entry sets) are replaced wholesale. Nothing here commits: the caller owns
 the transaction, which is what makes publishing a snapshot atomic.
 
 Replacing a commit's rows is delete-then-insert, which two writers of the same commit (two
