@@ -14,11 +14,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from kb_resources.store import staged_delta
+from kb_resources.store.entry_sets import entry_count
 from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
     commit_ref,
-    entry_set,
     occurrences,
     snapshot_entry,
     snapshot_part,
@@ -97,14 +97,7 @@ def staged_artifact_ids(conn: sa.Connection, sha: str, extractor_id: str) -> lis
 def staged_total(conn: sa.Connection, sha: str, extractor_ids: Collection[str]) -> int:
     """How many entries the extractors ``extractor_ids`` staged for ``sha`` (one per extractor and
     artifact): the sizes of their parts' sets, summed by the server without reading a member."""
-    p = staged_part.c
-    query = (
-        sa.select(sa.func.coalesce(sa.func.sum(entry_set.c.size), 0))
-        .select_from(staged_part)
-        .join(entry_set, entry_set.c.set_id == p.set_id)
-        .where(p.sha == sha, p.extractor_id.in_(sorted(set(extractor_ids))))
-    )
-    return int(conn.scalar(query) or 0)
+    return entry_count(conn, staged_part, sha, extractor_ids)
 
 
 def staged_sample(

@@ -18,8 +18,12 @@ and the rows a small change rewrites near ``sqrt(n)`` (Django's 40k call edges: 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from kb_resources.store.schema import entry_set
 
 ENTRY_SET_VERSION = "1"
 """Names the set-id and bucket rules below; a change to either needs a new version and a migration."""
@@ -56,3 +60,19 @@ def entry_sets(artifact_ids: Iterable[str]) -> list[EntrySet]:
     for aid in ids:
         buckets.setdefault(aid[:width], []).append(aid)
     return [EntrySet(prefix, set_id(members), tuple(members)) for prefix, members in buckets.items()]
+
+
+def entry_count(
+    conn: sa.Connection, parts: sa.Table, sha: str, extractor_ids: Collection[str] | None = None
+) -> int:
+    """How many entries the ``parts`` (``staged_part`` or ``snapshot_part``) of ``sha`` hold, of
+    ``extractor_ids`` only when given: their sets' sizes, summed without reading a member."""
+    query = (
+        sa.select(sa.func.coalesce(sa.func.sum(entry_set.c.size), 0))
+        .select_from(parts)
+        .join(entry_set, entry_set.c.set_id == parts.c.set_id)
+        .where(parts.c.sha == sha)
+    )
+    if extractor_ids is not None:
+        query = query.where(parts.c.extractor_id.in_(sorted(set(extractor_ids))))
+    return int(conn.scalar(query) or 0)

@@ -16,11 +16,11 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from kb_resources.store.entry_sets import entry_count
 from kb_resources.store.schema import (
     ARTIFACT_RECORD_COLUMNS,
     artifact,
     artifact_derived_from,
-    entry_set,
     snapshot_entry,
     snapshot_part,
     span_occurrence,
@@ -266,14 +266,7 @@ def snapshot_difference(conn: sa.Connection, base: str, head: str) -> SnapshotDi
     added: set[str] = set()
     for is_added, artifact_id in conn.execute(ONE_SIDED_QUERY, {"base": base, "sha": head}):
         (added if is_added else removed).add(artifact_id)
-    p = snapshot_part.c
-    size = (
-        sa.select(sa.func.coalesce(sa.func.sum(entry_set.c.size), 0))
-        .select_from(snapshot_part)
-        .join(entry_set, entry_set.c.set_id == p.set_id)
-        .where(p.sha == head)
-    )
-    return SnapshotDifference(removed, added, int(conn.scalar(size) or 0) - len(added))
+    return SnapshotDifference(removed, added, entry_count(conn, snapshot_part, head) - len(added))
 
 
 class SnapshotMoves(NamedTuple):

@@ -32,14 +32,13 @@ from kb_resources.store.bulk import (
     insert_new_keys,
     stored_keys,
 )
-from kb_resources.store.entry_sets import EntrySet, entry_sets
+from kb_resources.store.entry_sets import EntrySet, entry_count, entry_sets
 from kb_resources.store.schema import (
     ARTIFACT_RECORD_COLUMNS,
     artifact_derived_from,
     branch_ref,
     commit_file,
     commit_ref,
-    entry_set,
     gap,
     snapshot_part,
     staged_part,
@@ -203,21 +202,13 @@ def replace_staged(conn: sa.Connection, sha: str, extractor_id: str, artifact_id
 def _publish_parts(conn: sa.Connection, sha: str, extractor_ids: Collection[str] | None) -> int:
     """Copy the staged parts of ``sha`` (of ``extractor_ids`` only, when given) into its published
     ones, which the caller cleared; return how many entries they hold."""
-    p, s = staged_part.c, snapshot_part.c
+    p = staged_part.c
     staged = sa.select(p.sha, p.extractor_id, p.prefix, p.set_id).where(p.sha == sha)
-    sizes = (
-        sa.select(sa.func.coalesce(sa.func.sum(entry_set.c.size), 0))
-        .select_from(snapshot_part)
-        .join(entry_set, entry_set.c.set_id == s.set_id)
-        .where(s.sha == sha)
-    )
     if extractor_ids is not None:
-        chosen = sorted(set(extractor_ids))
-        staged = staged.where(p.extractor_id.in_(chosen))
-        sizes = sizes.where(s.extractor_id.in_(chosen))
+        staged = staged.where(p.extractor_id.in_(sorted(set(extractor_ids))))
     columns = ["sha", "extractor_id", "prefix", "set_id"]
     conn.execute(sa.insert(snapshot_part).from_select(columns, staged.order_by(p.extractor_id, p.prefix)))
-    return int(conn.scalar(sizes) or 0)
+    return entry_count(conn, snapshot_part, sha, extractor_ids)
 
 
 def publish_snapshot(
