@@ -119,12 +119,14 @@ def test_publishing_copies_parts_and_passes_add_their_own(store: Store) -> None:
 
 def test_the_migration_names_the_sets_the_rules_name(store: Store) -> None:
     """Downgraded to one row per entry and upgraded again, the store holds the very parts and sets
-    ``replace_staged`` wrote: migration 0006's SQL and ``entry_sets`` agree (prefix widths 0 to 2)."""
-    commits = [sha_of(f"migrated{n}") for n in range(4)]
-    items = _artifacts(5000)
+    ``replace_staged`` wrote: migration 0006's SQL and ``entry_sets`` agree, on each side of the
+    width's two steps (15/16 ids: 0/1 hex digits; 4,095/4,096: 1/2)."""
+    sizes = (1, 15, 16, 300, 4095, 4096)
+    commits = [sha_of(f"migrated{n}") for n in range(len(sizes))]
+    items = _artifacts(max(sizes))
     _seed(store, commits, items)
     with store.engine.begin() as conn:
-        for sha, size in zip(commits, (1, 17, 300, 5000), strict=True):
+        for sha, size in zip(commits, sizes, strict=True):
             writes.replace_staged(conn, sha, "test", _ids(items)[:size])  # the artifacts' extractor
             _publish(conn, sha)
 
@@ -142,11 +144,11 @@ def test_the_migration_names_the_sets_the_rules_name(store: Store) -> None:
         return tuple(tables)
 
     written = layout()
-    assert len(written[0]) == sum(len(entry_sets(_ids(items)[:size])) for size in (1, 17, 300, 5000))
+    assert len(written[0]) == sum(len(entry_sets(_ids(items)[:size])) for size in sizes)
     assert {len(str(prefix)) for _, _, prefix, _ in written[0]} == {0, 1, 2}
     with store.engine.begin() as conn:
         command.downgrade(revision.alembic_config(conn), "0005")
-        assert conn.scalar(sa.text("SELECT count(*) FROM snapshot_entry")) == 1 + 17 + 300 + 5000
+        assert conn.scalar(sa.text("SELECT count(*) FROM snapshot_entry")) == sum(sizes)
     with store.engine.begin() as conn:
         command.upgrade(revision.alembic_config(conn), "head")
     assert layout() == written
