@@ -48,7 +48,12 @@ def prefix_width(count: int) -> int:
 
 def set_id(members: Iterable[str]) -> str:
     """The id of a set of artifact ids: sha256 over the version and the sorted, distinct ids."""
-    text = "\n".join([f"entry-set:{ENTRY_SET_VERSION}", *sorted(set(members))])
+    return _set_id(sorted(set(members)))
+
+
+def _set_id(ordered: list[str]) -> str:
+    """``set_id`` of ids already sorted and distinct."""
+    text = "\n".join([f"entry-set:{ENTRY_SET_VERSION}", *ordered])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -59,7 +64,7 @@ def entry_sets(artifact_ids: Iterable[str]) -> list[EntrySet]:
     buckets: dict[str, list[str]] = {}
     for aid in ids:
         buckets.setdefault(aid[:width], []).append(aid)
-    return [EntrySet(prefix, set_id(members), tuple(members)) for prefix, members in buckets.items()]
+    return [EntrySet(prefix, _set_id(members), tuple(members)) for prefix, members in buckets.items()]
 
 
 def entry_count(

@@ -170,17 +170,16 @@ def insert_artifacts(
 def store_entry_sets(conn: sa.Connection, sets: Sequence[EntrySet]) -> int:
     """Store the sets among ``sets`` that are not stored yet; return how many member rows that wrote.
 
-    A set is content-addressed: one already stored (by this commit's parent, typically) is not
-    sent again, which is what makes a small commit's entries cost a few buckets."""
+    A set is content-addressed: the members of one already stored (by this commit's parent,
+    typically) are not sent again, which is what makes a small commit's entries cost a few
+    buckets. The set rows themselves (hundreds) all go to ``insert_new_keys``, which says which
+    it inserted."""
     unique = {s.set_id: s for s in sets}
-    known = stored_keys(conn, "entry_set", "set_id", list(unique))
-    fresh = [unique[k] for k in sorted(unique) if k not in known]
-    inserted = insert_new_keys(
-        conn, "entry_set", ("set_id", "size"), ((s.set_id, len(s.members)) for s in fresh), key="set_id"
-    )
+    rows = ((k, len(unique[k].members)) for k in sorted(unique))
+    inserted = insert_new_keys(conn, "entry_set", ("set_id", "size"), rows, key="set_id")
     # The members of the sets this statement inserted: no other transaction can have any.
-    rows = ((s.set_id, aid) for s in fresh if s.set_id in inserted for aid in s.members)
-    written = copy_rows(conn, "entry_set_member", ("set_id", "artifact_id"), rows)
+    members = ((k, aid) for k in sorted(inserted) for aid in unique[k].members)
+    written = copy_rows(conn, "entry_set_member", ("set_id", "artifact_id"), members)
     analyze_if_large(conn, "entry_set_member", written)
     return written
 
