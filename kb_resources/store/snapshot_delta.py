@@ -20,25 +20,18 @@ from collections.abc import Collection
 
 import sqlalchemy as sa
 
+from kb_resources.store.snapshot_reads import ONE_SIDED_CTES
 from kb_resources.store.staged_delta import TOUCHED_CTES
 
 _ORPHANS_SINCE = (
     TOUCHED_CTES
-    + """
-    published AS (SELECT extractor_id, set_id FROM snapshot_part WHERE sha = :sha),
-    held AS (SELECT extractor_id, set_id FROM snapshot_part WHERE sha = :base),
+    + ONE_SIDED_CTES
+    + """,
     unproven AS MATERIALIZED (
-      SELECT artifact_id FROM
-        (SELECT d.extractor_id, m.artifact_id
-           FROM (SELECT * FROM published EXCEPT SELECT * FROM held) d
-           JOIN entry_set_member m ON m.set_id = d.set_id
-         EXCEPT
-         SELECT d.extractor_id, m.artifact_id
-           FROM (SELECT * FROM held EXCEPT SELECT * FROM published) d
-           JOIN entry_set_member m ON m.set_id = d.set_id) AS new_entries
+      SELECT artifact_id FROM only_after
       UNION
       SELECT t.artifact_id FROM touched t
-       CROSS JOIN LATERAL (SELECT 1 FROM entry_set_member m JOIN published s ON s.set_id = m.set_id
+       CROSS JOIN LATERAL (SELECT 1 FROM entry_set_member m JOIN after_parts s ON s.set_id = m.set_id
                             WHERE m.artifact_id = t.artifact_id LIMIT 1) AS published_now
       UNION
       (SELECT s.artifact_id FROM staged_entry s
@@ -66,7 +59,7 @@ _ORPHANS_SINCE = (
 )
 ORPHANS_SINCE = sa.text(_ORPHANS_SINCE)
 """``snapshot_reads.ORPHAN_QUERY``'s three counts over the unproven part (module docstring). New
-entries are read set by set, per extractor, as ``staged_delta.new_since`` reads them; the per-row
+entries are ``snapshot_reads.ONE_SIDED_CTES``'s ``only_after``; the per-row
 probes run over the touched and unproven entries and the changed files' spans only, few after a
 small change."""
 

@@ -166,7 +166,7 @@ def snapshot_records(
 
 
 ONE_SIDED_CTES = """
-    WITH after_parts AS (SELECT extractor_id, set_id FROM snapshot_part WHERE sha = :sha),
+    after_parts AS (SELECT extractor_id, set_id FROM snapshot_part WHERE sha = :sha),
     before_parts AS (SELECT extractor_id, set_id FROM snapshot_part WHERE sha = :base),
     in_after_sets AS MATERIALIZED (
         SELECT d.extractor_id, m.artifact_id
@@ -184,11 +184,13 @@ ONE_SIDED_CTES = """
 """The ids (with their extractor) that only the snapshot of ``:sha`` or only that of ``:base``
 holds, read set by set: a set both name holds the same ids, and an extractor's ids sit in one of
 its sets only, so only the members of the sets one side names and the other does not can differ,
-and one hash per side subtracts them (``staged_delta.new_since`` reads a staged set the same way).
-An id held under different extractors on the two sides counts on both."""
+and one hash per side subtracts them (``staged_delta.NEW_STAGED_CTES`` reads a staged set the same
+way). An id held under different extractors on the two sides counts on both. A fragment: it
+follows ``WITH`` or another fragment's comma."""
 
 _MOVES = (
-    ONE_SIDED_CTES
+    "WITH"
+    + ONE_SIDED_CTES
     + """, moved_keys AS MATERIALIZED (
         SELECT DISTINCT a.kind, a.logical_key
           FROM (SELECT * FROM only_after UNION ALL SELECT * FROM only_before) o
@@ -238,7 +240,8 @@ one-file Django commit: a few ms against ~0.3 s for pairing both whole snapshots
 
 
 _ONE_SIDED = (
-    ONE_SIDED_CTES
+    "WITH"
+    + ONE_SIDED_CTES
     + """
     SELECT TRUE AS added, artifact_id FROM only_after
     UNION ALL
