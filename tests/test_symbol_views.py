@@ -45,8 +45,7 @@ def test_reused_views_answer_as_fresh_ones() -> None:
     first = program_from_files(FIRST)
     before = SymbolTable(first)
     second = _next_commit(first)
-    reused = SymbolTable(second)
-    table._last_views = {}
+    reused = SymbolTable(second, before.views)
     fresh = SymbolTable(second)
     assert reused.facts == fresh.facts
     assert _answers(reused) == _answers(fresh)
@@ -64,8 +63,17 @@ def test_reused_views_answer_as_fresh_ones() -> None:
 def test_views_are_not_reused_for_equal_facts_from_another_load() -> None:
     earlier = SymbolTable(program_from_files(FIRST))
     again = program_from_files(FIRST)  # the same blobs, decoded again: other facts objects
-    symbols = SymbolTable(again)
+    symbols = SymbolTable(again, earlier.views)
     assert symbols.facts == earlier.facts
     for name, view in symbols.facts.items():
         assert view.source is again.files[view.source.path]
         assert view.bindings is not earlier.facts[name].bindings
+
+
+def test_symbol_table_hands_each_table_the_last_ones_views() -> None:
+    """``symbol_table`` (what extractors call) passes the last table's views on: a watched
+    commit's unchanged file gets the previous commit's view object."""
+    first = program_from_files(FIRST)
+    before = table.symbol_table(first)
+    after = table.symbol_table(_next_commit(first))
+    assert after.facts["pkg.a"] is before.facts["pkg.a"]

@@ -296,24 +296,24 @@ span_occurrence = sa.Table(
 rows of the commit's ``parser_version``. Occurrences are derived, never copied, so a commit that
 changes one file costs one file's rows, not the whole repository's."""
 
-staged_entry = sa.Table(
-    "staged_entry",
-    views,
-    sa.Column("sha", _SHA),
-    sa.Column("extractor_id", sa.Text()),
-    sa.Column("artifact_id", _ID),
-)
+
+def _entries(name: str) -> sa.Table:
+    """A view of a part table expanded through its sets: one row per commit, extractor and id."""
+    return sa.Table(
+        name,
+        views,
+        sa.Column("sha", _SHA),
+        sa.Column("extractor_id", sa.Text()),
+        sa.Column("artifact_id", _ID),
+    )
+
+
+staged_entry = _entries("staged_entry")
 """Each extractor's staged artifact ids per commit: ``staged_part`` expanded through its sets
 (``entry_sets`` says why entries are stored as shared sets). Read-only; writes go through
 ``writes.replace_staged``."""
 
-snapshot_entry = sa.Table(
-    "snapshot_entry",
-    views,
-    sa.Column("sha", _SHA),
-    sa.Column("extractor_id", sa.Text()),
-    sa.Column("artifact_id", _ID),
-)
+snapshot_entry = _entries("snapshot_entry")
 """The artifact ids of each commit's published snapshot: ``snapshot_part`` expanded through its
 sets. Read-only; writes go through ``writes.publish_snapshot`` and ``writes.publish_entries``."""
 

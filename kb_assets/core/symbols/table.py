@@ -37,8 +37,16 @@ def symbol_table(program: Program) -> SymbolTable:
     return _tables(program)
 
 
-_last_views: dict[str, ModuleFacts] = {}
-"""Blob id -> the module view the last table built from it."""
+_last_views: Mapping[str, ModuleFacts] = {}
+"""Blob id -> the module view the last table ``symbol_table`` built made of it."""
+
+
+def _new_table(program: Program) -> SymbolTable:
+    """A table for ``program`` reusing the last one's module views (``_view``)."""
+    global _last_views  # noqa: PLW0603 - the last table's views, see ``_view``
+    table = SymbolTable(program, _last_views)
+    _last_views = table.views
+    return table
 
 
 def _view(source: SourceFile, known: Mapping[str, ModuleFacts]) -> ModuleFacts | None:
@@ -63,17 +71,17 @@ _Seen = set[tuple[str, str]]
 class SymbolTable:
     """Name resolution over one commit (see the module docstring)."""
 
-    def __init__(self, program: Program) -> None:
-        global _last_views  # noqa: PLW0603 - the last table's views, see ``_view``
+    def __init__(self, program: Program, known: Mapping[str, ModuleFacts] | None = None) -> None:
+        """``known``: module views of another table by blob id, reused where ``_view`` allows."""
         self.program = program
         self.facts: dict[str, ModuleFacts] = {}
-        views: dict[str, ModuleFacts] = {}
+        self.views: dict[str, ModuleFacts] = {}
+        """Blob id -> this table's module view of it."""
         for source in program.modules():
-            view = _view(source, _last_views)
+            view = _view(source, known or {})
             if view is not None:
                 self.facts[view.name] = view
-                views[source.blob_id] = view
-        _last_views = views
+                self.views[source.blob_id] = view
         self.namespaces = Namespaces(self)
         self._memo: dict[tuple[str, str], Symbol | None] | None = None  # None while building
         for module in sorted(self.facts):
@@ -252,4 +260,4 @@ class SymbolTable:
         return b.kind == "import" and b.module == own
 
 
-_tables: PerProgram[SymbolTable] = PerProgram(SymbolTable)
+_tables: PerProgram[SymbolTable] = PerProgram(_new_table)
