@@ -67,30 +67,30 @@ def check_code(label: str, tree: Path, env: dict[str, str]) -> None:
         raise SystemExit(f"{label} would not run the code of {tree}")
 
 
-def slowest_steps(repo: Path, env: dict[str, str]) -> str:
-    """The newest run's slowest steps, as ``bench/steps.py`` prints them (its last lines), read by
-    the variant's own code (a read-only open refuses a schema other than its head)."""
+def _script_lines(script: str, args: list[str], env: dict[str, str]) -> list[str]:
+    """The non-empty output lines of ``bench/<script>`` (or, if it failed, its last error line),
+    run with the variant's own code (a read-only open of the store refuses a schema other than
+    that code's head)."""
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "steps.py"), str(repo), "--top", "4"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    return " | ".join(line.strip() for line in out.splitlines() if line.strip())
-
-
-def store_size(repo: Path, env: dict[str, str]) -> str:
-    """The store's size, as ``bench/store_size.py`` prints it, read by the variant's own code (a
-    read-only open refuses a schema other than its head)."""
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "store_size.py"), str(repo)],
+        [sys.executable, str(ROOT / "bench" / script), *args],
         env=env,
         capture_output=True,
         text=True,
         check=False,
     )
-    return (out.stdout or out.stderr).strip().splitlines()[-1:][0] if (out.stdout or out.stderr) else ""
+    if out.returncode != 0:
+        return [f"{script} failed: " + " ".join(out.stderr.strip().splitlines()[-1:])]
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def slowest_steps(repo: Path, env: dict[str, str]) -> str:
+    """The newest run's slowest steps, as ``bench/steps.py`` prints them."""
+    return " | ".join(_script_lines("steps.py", [str(repo), "--top", "4"], env))
+
+
+def store_size(repo: Path, env: dict[str, str]) -> str:
+    """The store's size, as ``bench/store_size.py`` prints it."""
+    return " ".join(_script_lines("store_size.py", [str(repo)], env)[-1:])
 
 
 def one_round(label: str, tree: Path, repo: Path, shas: tuple[str, str], work: Path, *, watch: bool) -> None:

@@ -188,16 +188,20 @@ def one_file_commit(repo: Path, n: int) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def steps(repo: Path, env: dict[str, str]) -> None:
-    """Print where the newest run spent its time (``bench/steps.py``), flushed in order."""
+def _script(script: str, *args: str, env: dict[str, str]) -> None:
+    """Run ``bench/<script>`` on the same store, its output in order after ours."""
     sys.stdout.flush()
-    subprocess.run([sys.executable, str(HERE / "steps.py"), str(repo), "--top", "8"], env=env, check=False)
+    subprocess.run([sys.executable, str(HERE / script), *args], env=env, check=False)
+
+
+def steps(repo: Path, env: dict[str, str]) -> None:
+    """Print where the newest run spent its time (``bench/steps.py``)."""
+    _script("steps.py", str(repo), "--top", "8", env=env)
 
 
 def store_size(repo: Path, env: dict[str, str]) -> None:
     """Print the store's size and its per-commit entries' share (``bench/store_size.py``)."""
-    sys.stdout.flush()
-    subprocess.run([sys.executable, str(HERE / "store_size.py"), str(repo)], env=env, check=False)
+    _script("store_size.py", str(repo), env=env)
 
 
 def kb(*args: str) -> list[str]:
