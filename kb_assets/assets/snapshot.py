@@ -9,7 +9,6 @@ from kb_assets.core.summary import markdown_summary, summary_line
 from kb_assets.indexing.publish import publish_commit
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
-from kb_resources.store import reads
 
 
 @dg.asset(
@@ -24,7 +23,7 @@ def knowledge_snapshot(context: dg.AssetExecutionContext, kb: KnowbaseResource) 
     require_proven(context)
     tree = latest_metadata(context, "commit_tree")
     spans = latest_metadata(context, "code_spans")
-    stats, counts, gaps = publish_commit(
+    stats, counts, gaps, digest = publish_commit(
         kb.engine(),
         context.partition_key,
         mode=str(tree.get("mode", "full")),
@@ -33,8 +32,6 @@ def knowledge_snapshot(context: dg.AssetExecutionContext, kb: KnowbaseResource) 
         parsed=int(spans.get("parsed", 0)),
         reused=int(spans.get("reused", 0)),
     )
-    with kb.engine().connect() as conn:
-        digest = reads.snapshot_digest(conn, context.partition_key)
     context.log.info(summary_line(stats))
     return dg.MaterializeResult(
         metadata={

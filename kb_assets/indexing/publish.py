@@ -6,6 +6,8 @@ before this step leaves every snapshot exactly as it was.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlalchemy import Engine
 
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
@@ -15,9 +17,20 @@ from kb_assets.core.summary import IndexStats
 from kb_resources.store import reads, writes
 
 
+class Published(NamedTuple):
+    """What publishing a commit made visible, for the snapshot's metadata."""
+
+    stats: IndexStats
+    counts: dict[str, int]
+    """Artifacts of the snapshot by kind."""
+    gaps: list[Gap]
+    digest: str
+    """The snapshot's data version (``reads.snapshot_digest``), read in the publishing transaction."""
+
+
 def publish_commit(
     engine: Engine, sha: str, *, mode: str, base_sha: str | None, files: int, parsed: int, reused: int
-) -> tuple[IndexStats, dict[str, int], list[Gap]]:
+) -> Published:
     """Publish the staged artifacts of every registered extractor as the commit's snapshot."""
     with engine.begin() as conn:
         staged = reads.staged_total(conn, sha, [ex.extractor_id for ex in EXTRACTORS])
@@ -44,4 +57,5 @@ def publish_commit(
             extractor_ids=[*(ex.extractor_id for ex in EXTRACTORS), *MODEL_PASS_IDS],
         )
         counts = reads.artifact_counts(conn, sha)
-    return stats, counts, gaps
+        digest = reads.snapshot_digest(conn, sha)
+    return Published(stats, counts, gaps, digest)
