@@ -66,6 +66,11 @@ FACTS_ENCODING = f"marshal{marshal.version}+zlib"
 once instead of misreading the cache."""
 
 
+FACTS_ZLIB_LEVEL = 1
+"""How hard ``encode_facts`` compresses: any level decodes the same way, so this is not part of
+``FACTS_ENCODING``."""
+
+
 def encode_facts(facts: Mapping[str, JSON]) -> bytes:
     """Compact, deterministic bytes for the facts cache, which ``decode_facts`` reads back fast.
 
@@ -75,11 +80,13 @@ def encode_facts(facts: Mapping[str, JSON]) -> bytes:
     program share one object per distinct string (Django: 750k strings, 110k distinct; ~40 MiB
     of a loaded program) without a Python-level pass at load time. Loading Django's facts takes
     ~0.5 s this way against ~1.1 s for JSON with its strings shared by a decoder hook. The cost is
-    here instead, once per blob ever, in the parse workers.
+    here instead, once per blob ever, in the parse workers. The bytes are compressed at zlib's
+    fastest level (``FACTS_ZLIB_LEVEL``): Django's 17.5 MB of marshalled facts take 0.17 s of the
+    workers' CPU instead of 0.45 s at the default level, for 5.5 MB stored instead of 4.7 MB.
     """
     text = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     value = json.loads(text, object_pairs_hook=_interned_object)
-    return zlib.compress(marshal.dumps(value, marshal.version), 6)
+    return zlib.compress(marshal.dumps(value, marshal.version), FACTS_ZLIB_LEVEL)
 
 
 def encode_blob(parsed: ParsedBlob) -> EncodedBlob:
