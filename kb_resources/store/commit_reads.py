@@ -264,5 +264,5 @@ def occurrence_digest(conn: sa.Connection, sha: str, parser_version: str) -> str
         return None
     digest = hashlib.sha256(f"occurrences:{parser_version}\n".encode())
     for path, blob_id in rows:
-        digest.update(f"{path}\x00{blob_id}\n".encode("utf-8"))
+        digest.update(f"{path}\x00{blob_id}\n".encode())
     return digest.hexdigest()
