@@ -1,0 +1,111 @@
+"""An asset's checks are evaluated in one Dagster step, each check still its own key and result;
+and ``code_spans``' data version names exactly the commit's files and blobs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kb_assets.cli.instance import open_instance
+from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
+from kb_gates import gates
+from kb_gates.checks import all_checks
+from kb_resources.git.repo import GitRepo
+from kb_resources.settings import load_settings
+from kb_resources.store import reads
+from kb_resources.store.engine import open_store
+from tests.gitfixtures import build_repo
+from tests.kbfixtures import KbEnv
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+ASSETS = {"commit_tree", "code_spans", "knowledge_snapshot", *(ex.asset_name for ex in EXTRACTORS)}
+
+
+def _newest_run(env: KbEnv, repo: Path) -> tuple[set[str], dict[str, bool]]:
+    """The step keys of the repository's newest Dagster run and its check evaluations
+    (``asset.check`` -> passed)."""
+    settings = load_settings(env.environ)
+    with open_store(settings, GitRepo.open(repo).key()) as store:
+        instance = open_instance(settings, store)
+        try:
+            run = instance.get_run_records(limit=1)[0].dagster_run
+            steps = {s.step_key for s in instance.get_run_step_stats(run.run_id)}
+            evaluations: dict[str, bool] = {}
+            for entry in instance.all_logs(run.run_id):
+                event = entry.dagster_event
+                if event is not None and event.event_type_value == "ASSET_CHECK_EVALUATION":
+                    data = event.asset_check_evaluation_data
+                    evaluations[f"{data.asset_key.to_user_string()}.{data.check_name}"] = data.passed
+            return steps, evaluations
+        finally:
+            instance.dispose()
+
+
+def test_each_assets_checks_run_as_one_step_and_report_one_result_each(kb_env: KbEnv, tmp_path: Path) -> None:
+    """An index run has one step per asset and one per asset's checks (not one per check), and
+    every check of the Definitions on those assets is evaluated once, under its own key."""
+    repo = tmp_path / "history"
+    sha = build_repo(FIXTURES / "history", repo)[0]
+    assert kb_env.kb("index", repo, "--sha", sha, "--no-verify").code == 0
+    steps, evaluations = _newest_run(kb_env, repo)
+    checked = {key for check in all_checks() for key in check.check_keys}
+    assert steps == ASSETS | {f"{asset}_invariants" for asset in ASSETS - {"commit_tree"}}
+    assert set(evaluations) == {f"{k.asset_key.to_user_string()}.{k.name}" for k in checked}
+    assert all(evaluations.values()), evaluations
+
+
+def test_a_check_that_raises_fails_its_step_and_nothing_is_published(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that raises instead of answering fails the step of its asset's checks, after the
+    results it already gave: the grounded check of the first extractor checked is recorded, that
+    extractor's later checks are not evaluated, the run stops there (exit 1 naming the error) and
+    the snapshot is not published."""
+    repo = tmp_path / "history"
+    sha = build_repo(FIXTURES / "history", repo)[0]
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("the reproducibility gate broke")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(gates, "ids_reproducibility", broken)
+        failed = kb_env.kb("index", repo, "--sha", sha, "--no-verify")
+    assert failed.code == 1
+    assert "the reproducibility gate broke" in failed.stderr
+    steps, evaluations = _newest_run(kb_env, repo)
+    ran = [ex.asset_name for ex in EXTRACTORS if f"{ex.asset_name}_invariants" in steps]
+    assert len(ran) == 1, steps  # the run stops at the first failed step
+    assert evaluations[f"{ran[0]}.every_artifact_grounded"] is True
+    assert f"{ran[0]}.ids_reproducible" not in evaluations
+    assert f"{ran[0]}.artifact_frame_valid" not in evaluations
+    assert "knowledge_snapshot" not in steps
+    settings = load_settings(kb_env.environ)
+    with open_store(settings, GitRepo.open(repo).key()) as store, store.engine.connect() as conn:
+        assert not reads.snapshot_artifact_ids(conn, sha)
+
+
+def test_the_spans_data_version_names_the_commits_files_and_blobs(kb_env: KbEnv, tmp_path: Path) -> None:
+    """Two commits with one tree get one ``occurrence_digest``; a commit that changes one file's
+    blob gets another; it is reproducible from the store alone (same value read twice)."""
+    repo = tmp_path / "history"
+    shas = build_repo(FIXTURES / "history", repo)
+    tree = _git(repo, "rev-parse", f"{shas[0]}^{{tree}}")
+    same_tree = _git(repo, "commit-tree", tree, "-p", shas[-1], "-m", "back to the first tree")
+    for sha in (shas[0], shas[1], same_tree):
+        assert kb_env.kb("index", repo, "--sha", sha, "--no-verify").code == 0
+    settings = load_settings(kb_env.environ)
+    with open_store(settings, GitRepo.open(repo).key()) as store, store.engine.connect() as conn:
+        digest = {sha: reads.occurrence_digest(conn, sha, parser_version()) for sha in shas[:2]}
+        again = reads.occurrence_digest(conn, same_tree, parser_version())
+        other_parser = reads.occurrence_digest(conn, shas[0], "no-such-parser")
+    assert digest[shas[0]] is not None
+    assert again == digest[shas[0]]
+    assert digest[shas[1]] != digest[shas[0]]
+    assert other_parser is None
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
