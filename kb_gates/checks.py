@@ -16,7 +16,7 @@ from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.partitions import commits
 from kb_gates import gates, history
-from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, validation_errors
+from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, batched_errors, validation_errors
 from kb_resources.resources import KnowbaseResource
 
 STORED_ID_SAMPLE = 2000
@@ -121,9 +121,9 @@ def _frame(
     key: dg.AssetCheckKey, kb: KnowbaseResource, sha: str, extractor: Extractor, base: str | None
 ) -> dg.AssetCheckResult:
     since = gates.delta_since(kb.engine(), sha, extractor.extractor_id, base)
-    rows = gates.artifact_frame(kb.engine(), sha, extractor.extractor_id, since=since)
-    errors = validation_errors(ARTIFACT_FRAME, rows)
-    return _result(key, not errors, errors, checked=rows.height, since=since or "none")
+    frames = gates.artifact_frames(kb.engine(), sha, extractor.extractor_id, since=since)
+    checked, errors = batched_errors(ARTIFACT_FRAME, frames, ordered_unique="artifact_id")
+    return _result(key, not errors, errors, checked=checked, since=since or "none")
 
 
 SPAN_FRAME_VALID = dg.AssetCheckKey(dg.AssetKey("code_spans"), "span_frame_valid")

@@ -6,6 +6,8 @@ Validated by an asset check on every materialization.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandera.polars as pa
 import polars as pl
 
@@ -39,3 +41,24 @@ def validation_errors(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> list[s
     except pa.errors.SchemaErrors as err:
         return [str(row) for row in err.failure_cases.head(20).iter_rows()]
     return []
+
+
+def batched_errors(
+    schema: pa.DataFrameSchema, frames: Iterable[pl.DataFrame], *, ordered_unique: str | None = None
+) -> tuple[int, list[str]]:
+    """Rows checked and every way the concatenated ``frames`` break ``schema`` (at most 20 lines),
+    validating one frame at a time. A column the schema declares unique is checked within each
+    frame by the schema, and across frames by ``ordered_unique``: the frames come sorted on that
+    column, so a value repeated across two frames is the last of one and the first of the next."""
+    checked = 0
+    errors: list[str] = []
+    last: object = None
+    for frame in frames:
+        errors += validation_errors(schema, frame)[: 20 - len(errors)]
+        if ordered_unique is not None and frame.height:
+            first = frame[ordered_unique][0]
+            if checked and first == last:
+                errors.append(f"{ordered_unique} {first} is not unique")
+            last = frame[ordered_unique][-1]
+        checked += frame.height
+    return checked, errors[:20]

@@ -7,6 +7,7 @@ test suite proves are the same computation.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import polars as pl
@@ -184,8 +185,22 @@ def span_frame(engine: Engine, sha: str, *, since: str | None = None) -> pl.Data
 def artifact_frame(engine: Engine, sha: str, extractor_id: str, *, since: str | None = None) -> pl.DataFrame:
     """The extractor's staged artifacts with their grounding-row counts (``ARTIFACT_FRAME``); those
     new since ``since``, when given."""
+    parts = list(artifact_frames(engine, sha, extractor_id, since=since))
+    return pl.concat(parts, rechunk=True) if parts else _artifact_rows([])
+
+
+def artifact_frames(
+    engine: Engine, sha: str, extractor_id: str, *, since: str | None = None
+) -> Iterator[pl.DataFrame]:
+    """``artifact_frame`` in batches, in artifact id order (``staged_grounding_batches``): the frame
+    check validates each and drops it, so a large set's frame (Django's call edges: +20 MiB of
+    polars memory where a full index reached its peak) never exists whole."""
     with engine.connect() as conn:
-        rows = reads.staged_grounding_counts(conn, sha, extractor_id, since=since)
+        for batch in reads.staged_grounding_batches(conn, sha, extractor_id, since=since):
+            yield _artifact_rows(batch)
+
+
+def _artifact_rows(rows: list[tuple[str, str, int]]) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "artifact_id": [r[0] for r in rows],

@@ -1,0 +1,79 @@
+"""The artifact frame check reads and validates a staged set batch by batch and finds what the
+whole frame's validation finds: a bad row in any batch, a duplicate id across two batches."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from kb_assets.core.models import Grounding
+from kb_gates import gates
+from kb_gates.frames import ARTIFACT_FRAME, batched_errors, validation_errors
+from kb_resources.store import commit_reads, reads
+from kb_resources.store.engine import Store
+from tests.storefixtures import grounded, publish, seed_commit, sha_of, span
+
+SHA = sha_of("frames")
+ALPHA = span("alpha", 1, 3)
+GOOD = ["a" * 64, "b" * 64, "c" * 64, "d" * 64, "e" * 64]
+
+
+def _frame(ids: list[str], counts: list[int] | None = None) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "artifact_id": ids,
+            "logical_key": [f"k{i}" for i in range(len(ids))],
+            "grounding_rows": counts or [1] * len(ids),
+        },
+        schema={"artifact_id": pl.Utf8, "logical_key": pl.Utf8, "grounding_rows": pl.Int64},
+    )
+
+
+def test_batches_that_conform_are_counted_and_pass() -> None:
+    """Rows of every batch are counted; sorted, distinct, well-formed rows give no error."""
+    batches = [_frame(GOOD[:2]), _frame(GOOD[2:])]
+    assert batched_errors(ARTIFACT_FRAME, batches, ordered_unique="artifact_id") == (5, [])
+    assert batched_errors(ARTIFACT_FRAME, [], ordered_unique="artifact_id") == (0, [])
+
+
+def test_an_id_repeated_across_two_batches_is_found() -> None:
+    """The whole frame's ``unique`` check would reject a repeated id; split across the boundary of
+    two sorted batches, the boundary check does."""
+    batches = [_frame(GOOD[:3]), _frame([GOOD[2], GOOD[3]])]
+    whole = validation_errors(ARTIFACT_FRAME, pl.concat(batches))
+    checked, errors = batched_errors(ARTIFACT_FRAME, batches, ordered_unique="artifact_id")
+    assert whole
+    assert checked == 5
+    assert errors == [f"artifact_id {GOOD[2]} is not unique"]
+
+
+def test_a_bad_row_in_a_later_batch_is_reported() -> None:
+    """A malformed id or an artifact without grounding rows fails the check from any batch."""
+    checked, errors = batched_errors(
+        ARTIFACT_FRAME, [_frame(GOOD[:2]), _frame(["not-hex", GOOD[4]], [1, 0])], ordered_unique="artifact_id"
+    )
+    assert checked == 4
+    assert any("not-hex" in e for e in errors)
+    assert any("grounding_rows" in e for e in errors)
+
+
+@pytest.mark.parametrize("batch", [1, 2, commit_reads.GROUNDING_BATCH])
+def test_a_staged_set_reads_the_same_in_any_batch_size(
+    store: Store, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Streamed in batches of one, two or the default, a staged set's grounding counts and frame
+    are the whole read's, in artifact id order."""
+    monkeypatch.setattr(commit_reads, "GROUNDING_BATCH", batch)
+    items = [grounded(f"call:{n}", [Grounding(ALPHA.span_id, "m.py", "caller")]) for n in range(5)]
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA, {"m.py": [ALPHA]})
+        publish(conn, SHA, items)
+    with store.engine.connect() as conn:
+        batches = list(reads.staged_grounding_batches(conn, SHA, "test"))
+    expected = sorted((i.artifact_id, i.logical_key, 1) for i in items)
+    assert [row for b in batches for row in b] == expected
+    assert len(batches) == -(-len(items) // batch)
+    frames = list(gates.artifact_frames(store.engine, SHA, "test"))
+    assert batched_errors(ARTIFACT_FRAME, frames, ordered_unique="artifact_id") == (5, [])
+    whole = gates.artifact_frame(store.engine, SHA, "test")
+    assert whole["artifact_id"].to_list() == [row[0] for row in expected]
