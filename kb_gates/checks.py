@@ -45,9 +45,10 @@ def oracle_unavailable(oracle: str, err: Exception) -> dg.AssetCheckResult:
 
 def _spec(asset: str, name: str, description: str, *, blocking: bool = True) -> dg.AssetCheckSpec:
     """One check of a step that evaluates several (``multi_asset_check``): each step of a run costs
-    Dagster ~40 ms of events and provenance reads on PostgreSQL storage, so an asset's checks run as
-    one step (27 check steps were ~1 s of every commit's run; now 9). Each check is still its own
-    key with its own result, severity and blocking rule."""
+    Dagster ~10-25 ms of events and provenance reads on PostgreSQL storage, so an asset's checks
+    run as one step (9 check steps instead of 27: a cold one-file Django commit's Dagster run
+    6.53/6.81 -> 6.27/6.36 s). Each check is still its own key with its own result, severity and
+    blocking rule."""
     return dg.AssetCheckSpec(
         name, asset=asset, description=description, blocking=blocking, partitions_def=commits
     )
