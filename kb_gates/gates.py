@@ -182,19 +182,14 @@ def span_frame(engine: Engine, sha: str, *, since: str | None = None) -> pl.Data
     )
 
 
-def artifact_frame(engine: Engine, sha: str, extractor_id: str, *, since: str | None = None) -> pl.DataFrame:
-    """The extractor's staged artifacts with their grounding-row counts (``ARTIFACT_FRAME``); those
-    new since ``since``, when given."""
-    parts = list(artifact_frames(engine, sha, extractor_id, since=since))
-    return pl.concat(parts, rechunk=True) if parts else _artifact_rows([])
-
-
 def artifact_frames(
     engine: Engine, sha: str, extractor_id: str, *, since: str | None = None
 ) -> Iterator[pl.DataFrame]:
-    """``artifact_frame`` in batches, in artifact id order (``staged_grounding_batches``): the frame
-    check validates each and drops it, so a large set's frame (Django's call edges: +20 MiB of
-    polars memory where a full index reached its peak) never exists whole."""
+    """The extractor's staged artifacts with their grounding-row counts (``ARTIFACT_FRAME``), those
+    new since ``since`` when given, as frames of one batch each, in artifact id order
+    (``staged_grounding_batches``): the frame check validates each and drops it, so a large set's
+    frame (Django's call edges: +20 MiB of polars memory where a full index reached its peak)
+    never exists whole."""
     with engine.connect() as conn:
         for batch in reads.staged_grounding_batches(conn, sha, extractor_id, since=since):
             yield _artifact_rows(batch)

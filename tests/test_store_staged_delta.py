@@ -67,7 +67,7 @@ def test_frame_counts_and_sample_since_a_base_cover_the_new_artifacts(store: Sto
     new = sorted([NEW_BAD, NEW_GOOD], key=lambda a: a.artifact_id)
     with store.engine.begin() as conn:
         _index(conn, {"m.py": [ALPHA], "n.py": [BETA], "p.py": [DELTA]})
-        counts = reads.staged_grounding_counts(conn, HEAD, "test", since=BASE)
+        counts = [row for b in reads.staged_grounding_batches(conn, HEAD, "test", since=BASE) for row in b]
         sample = reads.staged_sample(conn, HEAD, "test", -1, since=BASE)
         whole = reads.staged_sample(conn, HEAD, "test", -1)
     assert counts == [(a.artifact_id, a.logical_key, 1) for a in new]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import sqlalchemy as sa
@@ -128,14 +128,6 @@ def staged_payloads(conn: sa.Connection, sha: str, extractor_id: str) -> list[di
     return list(conn.scalars(query))
 
 
-def staged_grounding_counts(
-    conn: sa.Connection, sha: str, extractor_id: str, *, since: str | None = None
-) -> list[tuple[str, str, int]]:
-    """(artifact_id, logical_key, grounding rows) of each staged artifact, for the frame checks;
-    with ``since`` (a proven base), of those the base's snapshot lacks (``staged_grounding_batches``)."""
-    return [row for batch in staged_grounding_batches(conn, sha, extractor_id, since=since) for row in batch]
-
-
 GROUNDING_BATCH = 10_000
 """Rows per batch of ``staged_grounding_batches``."""
 
@@ -143,11 +135,13 @@ GROUNDING_BATCH = 10_000
 def staged_grounding_batches(
     conn: sa.Connection, sha: str, extractor_id: str, *, since: str | None = None
 ) -> Iterator[list[tuple[str, str, int]]]:
-    """``staged_grounding_counts`` in batches of ``GROUNDING_BATCH`` rows, in artifact id order,
-    streamed from the server: the frame check turns each batch into columns and drops it, so the
-    rows of a whole large set (Django's 75,908 call edges: ~16 MiB of tuples, where a full index
-    reached its peak) never exist at once. An artifact's row and its grounding rows never change
-    once written, so with ``since`` the base's check already covered the others.
+    """(artifact_id, logical_key, grounding rows) of each staged artifact, for the frame checks, in
+    batches of ``GROUNDING_BATCH`` rows in artifact id order; with ``since`` (a proven base), of
+    those the base's snapshot lacks. Streamed from the server: the frame check turns each batch
+    into columns and drops it, so the rows of a whole large set (Django's 75,908 call edges: ~16 MiB
+    of tuples, where a full index reached its peak) never exist at once. An artifact's row and its
+    grounding rows never change once written, so with ``since`` the base's check already covered
+    the others.
 
     The rows are counted per artifact on the primary key of ``artifact_derived_from`` (a correlated
     count, which no join setting turns into a scan): joining and grouping the ~320k grounding rows
@@ -162,9 +156,8 @@ def staged_grounding_batches(
         .join(artifact, a.artifact_id == ids.c.artifact_id)
         .order_by(a.artifact_id)
     )
-    with ExitStack() as stack:
-        if since is None:  # else few rows: the planner's own index probes
-            stack.enter_context(_staged_set_plan(conn, sha, extractor_id))
+    # with ``since``, few rows: the planner's own index probes
+    with _staged_set_plan(conn, sha, extractor_id) if since is None else nullcontext():
         result = conn.execute(query.execution_options(yield_per=GROUNDING_BATCH))
         for batch in result.partitions():
             yield [(aid, key, int(count)) for aid, key, count in batch]
