@@ -67,6 +67,20 @@ def entry_sets(artifact_ids: Iterable[str]) -> list[EntrySet]:
     return [EntrySet(prefix, _set_id(members), tuple(members)) for prefix, members in buckets.items()]
 
 
+def member_of(parts: str, row: str) -> str:
+    """SQL (a fragment, for statements built from module constants only) that keeps each row of
+    the FROM item ``row`` whose ``artifact_id`` is a member of a set the CTE ``parts`` names.
+
+    One index probe per row (``entry_set_member``'s ``artifact_id`` index), fenced by ``LIMIT`` so
+    PostgreSQL does not flatten it into a join: the sha of a just-written commit has no planner
+    statistics, and the flattened plans hashed a whole snapshot's members instead (0.13-0.55 s on
+    Django against a few ms for the rows of a small change)."""
+    return (
+        "CROSS JOIN LATERAL (SELECT 1 FROM entry_set_member m"
+        f" JOIN {parts} p ON p.set_id = m.set_id WHERE m.artifact_id = {row}.artifact_id LIMIT 1) AS member"
+    )
+
+
 def entry_count(
     conn: sa.Connection, parts: sa.Table, sha: str, extractor_ids: Collection[str] | None = None
 ) -> int:

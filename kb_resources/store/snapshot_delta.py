@@ -20,6 +20,7 @@ from collections.abc import Collection
 
 import sqlalchemy as sa
 
+from kb_resources.store.entry_sets import member_of
 from kb_resources.store.snapshot_reads import ONE_SIDED_CTES
 from kb_resources.store.staged_delta import TOUCHED_CTES
 
@@ -30,9 +31,9 @@ _ORPHANS_SINCE = (
     unproven AS MATERIALIZED (
       SELECT artifact_id FROM only_after
       UNION
-      SELECT t.artifact_id FROM touched t
-       CROSS JOIN LATERAL (SELECT 1 FROM entry_set_member m JOIN after_parts s ON s.set_id = m.set_id
-                            WHERE m.artifact_id = t.artifact_id LIMIT 1) AS published_now
+      SELECT t.artifact_id FROM touched t """
+    + member_of("after_parts", "t")
+    + """
       UNION
       (SELECT s.artifact_id FROM staged_entry s
         WHERE s.sha = :sha AND s.extractor_id = ANY(:model_passes)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from kb_resources.store.entry_sets import entry_count
+from kb_resources.store.entry_sets import entry_count, member_of
 from kb_resources.store.schema import (
     ARTIFACT_RECORD_COLUMNS,
     artifact,
@@ -202,13 +202,13 @@ _MOVES = (
           CROSS JOIN LATERAL (SELECT * FROM artifact
                                WHERE kind = k.kind AND logical_key = k.logical_key OFFSET 0) a
     ), before AS (
-        SELECT k.* FROM keyed k
-         CROSS JOIN LATERAL (SELECT 1 FROM entry_set_member m JOIN before_parts p ON p.set_id = m.set_id
-                              WHERE m.artifact_id = k.artifact_id LIMIT 1) AS held
+        SELECT k.* FROM keyed k """
+    + member_of("before_parts", "k")
+    + """
     ), after AS MATERIALIZED (
-        SELECT k.* FROM keyed k
-         CROSS JOIN LATERAL (SELECT 1 FROM entry_set_member m JOIN after_parts p ON p.set_id = m.set_id
-                              WHERE m.artifact_id = k.artifact_id LIMIT 1) AS held
+        SELECT k.* FROM keyed k """
+    + member_of("after_parts", "k")
+    + """
     ), paired AS (
         SELECT after.kind,
                before.extractor_version = after.extractor_version AS same_version,

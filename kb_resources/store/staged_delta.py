@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from kb_resources.store.entry_sets import member_of
 from kb_resources.store.schema import commit_file, commit_ref
 
 TOUCHED_CTES = """
@@ -67,9 +68,9 @@ _UNGROUNDED_SINCE = (
     unproven AS MATERIALIZED (
       SELECT artifact_id FROM new_staged
       UNION
-      SELECT t.artifact_id FROM touched t
-       CROSS JOIN LATERAL (SELECT 1 FROM entry_set_member m JOIN staged s ON s.set_id = m.set_id
-                            WHERE m.artifact_id = t.artifact_id LIMIT 1) AS staged_now)
+      SELECT t.artifact_id FROM touched t """
+    + member_of("staged", "t")
+    + """)
     SELECT u.artifact_id FROM unproven u
      WHERE NOT EXISTS (SELECT 1 FROM artifact_derived_from d
                          JOIN commit_file f ON f.sha = :sha AND f.path = d.path
@@ -83,7 +84,7 @@ UNGROUNDED_SINCE = sa.text(_UNGROUNDED_SINCE)
 """``UNGROUNDED_FEW`` over the unproven subset (``TOUCHED_CTES`` finds the touched artifacts). The
 new artifacts are ``NEW_STAGED_CTES``'s (0.12 s on Django's call edges when both whole sets were
 expanded and subtracted, ~7 ms now); each touched artifact is looked up in
-the staged sets by its own id (``LATERAL``, so no plan hashes the whole staged set instead); the
+the staged sets by its own id (``entry_sets.member_of``); the
 final probes are per unproven artifact, few after a small change."""
 
 
