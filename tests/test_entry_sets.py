@@ -13,7 +13,7 @@ from alembic import command
 from kb_assets.core.models import Artifact, Grounding
 from kb_resources.store import commit_reads, reads, revision, writes
 from kb_resources.store.engine import Store
-from kb_resources.store.entry_sets import entry_sets, prefix_width, set_id
+from kb_resources.store.entry_sets import entry_sets, prefix_width
 from kb_resources.store.schema import entry_set, entry_set_member, snapshot_entry, snapshot_part, staged_part
 from tests.storefixtures import PARSER_VERSION, grounded, seed_commit, sha_of, span
 
@@ -64,7 +64,7 @@ def test_the_rules_are_deterministic_and_partition_the_ids() -> None:
     assert [s.prefix for s in sets] == sorted({aid[:2] for aid in ids})
     first = sets[0]
     text = "entry-set:1\n" + "\n".join(sorted(first.members))
-    assert first.set_id == set_id(reversed(first.members)) == hashlib.sha256(text.encode()).hexdigest()
+    assert first.set_id == hashlib.sha256(text.encode()).hexdigest()
     assert [prefix_width(n) for n in (1, 15, 16, 4095, 4096, 1_048_575, 1_048_576)] == [0, 0, 1, 1, 2, 2, 3]
 
 

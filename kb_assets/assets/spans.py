@@ -1,17 +1,13 @@
 """``code_spans``: every definition, import and assignment of the commit, parsed once per blob."""
 
-import hashlib
-
 import dagster as dg
 
 from kb_assets.assets.ingest import IndexConfig
-from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.ids import NORMALIZATION_VERSION
 from kb_assets.core.spans import LANG
 from kb_assets.indexing.parse import parse_commit
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
-from kb_resources.store import reads
 
 
 @dg.asset(
@@ -25,12 +21,8 @@ def code_spans(
     context: dg.AssetExecutionContext, config: IndexConfig, kb: KnowbaseResource
 ) -> dg.MaterializeResult[None]:
     """Spans (modules, classes, functions, imports, assignments) of the commit; new blobs only are parsed."""
-    engine = kb.engine()
-    stats = parse_commit(
-        kb.git(), engine, context.partition_key, limits=kb.limits(), workers=kb.workers, force=config.full
-    )
-    with engine.connect() as conn:
-        digest = reads.occurrence_digest(conn, context.partition_key, parser_version())
+    sha, full = context.partition_key, config.full
+    stats = parse_commit(kb.git(), kb.engine(), sha, limits=kb.limits(), workers=kb.workers, force=full)
     context.log.info(f"{stats.files} files: {stats.parsed} parsed, {stats.reused} reused; {stats.gaps} gaps")
     return dg.MaterializeResult(
         metadata={
@@ -40,5 +32,5 @@ def code_spans(
             "spans": stats.spans,
             "gaps": stats.gaps,
         },
-        data_version=dg.DataVersion(digest or hashlib.sha256(b"").hexdigest()),
+        data_version=dg.DataVersion(stats.digest),
     )

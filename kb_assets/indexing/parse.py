@@ -7,6 +7,7 @@ any branch, is never parsed twice. A commit's span occurrences are not copied: t
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -35,6 +36,9 @@ class ParseStats:
     reused: int
     spans: int
     gaps: int
+    digest: str
+    """The commit's occurrences named by one digest (``reads.occurrence_digest``; that of no
+    occurrence when it has none): the asset's data version."""
 
 
 def ensure_parsed(
@@ -100,6 +104,10 @@ def _verify_against_cache(engine: Engine, pv: str, fresh: list[EncodedBlob]) -> 
             raise IdentityConflictError("parsed blob", blob.blob_id)
 
 
+NO_OCCURRENCES = hashlib.sha256(b"").hexdigest()
+"""The digest of a commit without span occurrences (nothing parsed, or no Python file)."""
+
+
 def parse_commit(
     repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits, workers: int, force: bool = False
 ) -> ParseStats:
@@ -111,6 +119,7 @@ def parse_commit(
     parsed_now = ensure_parsed(repo, engine, blob_ids, limits=limits, workers=workers, force=force)
     with engine.connect() as conn:
         blobs = reads.blob_summaries(conn, parser_version(), blob_ids)
+        digest = reads.occurrence_digest(conn, sha, parser_version()) or NO_OCCURRENCES
     gaps = _parse_gaps(files, readable, blobs) + list(repo.tree_gaps(sha))
     with engine.begin() as conn:
         writes.replace_gaps(conn, sha, "parse", gaps)
@@ -121,6 +130,7 @@ def parse_commit(
         reused=len(readable) - parsed,
         spans=sum(blobs[f.blob_id].span_count for f in readable),
         gaps=len(gaps),
+        digest=digest,
     )
 
 

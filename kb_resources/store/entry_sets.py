@@ -46,13 +46,9 @@ def prefix_width(count: int) -> int:
     return (count.bit_length() + 3) // 8
 
 
-def set_id(members: Iterable[str]) -> str:
-    """The id of a set of artifact ids: sha256 over the version and the sorted, distinct ids."""
-    return _set_id(sorted(set(members)))
-
-
 def _set_id(ordered: list[str]) -> str:
-    """``set_id`` of ids already sorted and distinct."""
+    """The id of a set of artifact ids, given sorted and distinct: sha256 over the version and
+    the ids, newline-separated."""
     text = "\n".join([f"entry-set:{ENTRY_SET_VERSION}", *ordered])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
