@@ -21,6 +21,7 @@ from kb_assets.core.callgraph import graph as graph_module
 from kb_assets.core.callgraph import parts
 from kb_assets.core.callgraph.graph import CallGraph
 from kb_assets.core.callgraph.index import Scopes
+from kb_assets.core.callgraph.resolutions import FileLog
 from kb_assets.core.extractors.calls import edge_drafts
 from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.program import Program
@@ -37,6 +38,16 @@ def _programs() -> dict[str, Program]:
     """Code with cycles and passed functions, the call-graph oracle's fixture, and knowbase's own
     call-graph package (real code: classes, closures, decorators, a function defined twice)."""
     oracle, _ = read_folder(ROOT / "fixtures" / "calls_oracle" / "01-initial")
+    return {
+        "cycles": program_from_files(CYCLES),
+        "oracle": program_from_files(oracle),
+        "own": program_from_files(own_code()),
+    }
+
+
+def own_code() -> dict[str, str]:
+    """knowbase's own call-graph and symbols packages, as files: real code with classes, closures,
+    decorators, memos passed as arguments and a function defined twice."""
     own = {
         str(path.relative_to(ROOT)): path.read_text()
         for folder in ("kb_assets/core/callgraph", "kb_assets/core/symbols")
@@ -44,16 +55,11 @@ def _programs() -> dict[str, Program]:
     }
     own["kb_assets/__init__.py"] = own["kb_assets/core/__init__.py"] = ""
     own["kb_assets/core/callgraph/__init__.py"] = own["kb_assets/core/symbols/__init__.py"] = ""
-    return {
-        "cycles": program_from_files(CYCLES),
-        "oracle": program_from_files(oracle),
-        "own": program_from_files(own),
-    }
+    return own
 
 
 def _shape(graph: CallGraph) -> Any:
-    """Every field of the graph that anything reads, in order; an edge's ``others`` as a sorted
-    list (the one order the merge does not replay, ``parts``)."""
+    """Every field of the graph that anything reads, in order."""
     edges = [
         (
             key,
@@ -62,7 +68,7 @@ def _shape(graph: CallGraph) -> Any:
             edge.callee_spans,
             edge.forms,
             edge.offsets,
-            sorted(edge.others or ()),
+            edge.others,
             edge.main,
             sorted(edge.via),
         )
@@ -88,7 +94,7 @@ def _compare_builds(fail_in_copy: bool) -> list[tuple[str, int, int, bool, bool,
     copy helped, graph equal to one pass, artifact ids equal)."""
     if fail_in_copy:
 
-        def broken(*_: object) -> parts.Part:
+        def broken(*_: object) -> dict[str, FileLog]:
             raise RuntimeError("the copy fails")
 
         graph_module.resolve_part = broken  # type: ignore[assignment]

@@ -17,6 +17,7 @@ import time
 from kb_assets.cli.index import report_checks
 from kb_assets.cli.runner import index_commit, kept_interrupt_handlers
 from kb_assets.cli.session import Session, open_session
+from kb_assets.core.callgraph.graph import kept_resolutions
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
 from kb_assets.indexing.carries import carried_between_commits
@@ -62,7 +63,11 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM (a service manager's stop) ends the watch as Ctrl-C does: the step in progress is
     # abandoned with the store unchanged by it, and the watch says it stopped.
     try:
-        with kept_interrupt_handlers(sigterm=signal.default_int_handler), carried_between_commits():
+        with (
+            kept_interrupt_handlers(sigterm=signal.default_int_handler),
+            carried_between_commits(),
+            kept_resolutions(),
+        ):
             return _watch(session, branches, max_catchup, once=args.once, interval=args.interval)
     except KeyboardInterrupt:
         print("kb: watch stopped", file=sys.stderr)

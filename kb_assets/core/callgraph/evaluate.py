@@ -7,7 +7,8 @@ builtins. A name whose bindings disagree is unknown. The first parameter of a me
 of its class (the class itself in a classmethod); an annotated parameter is an instance of its
 annotation. Attribute and call steps are ``members.Members``'. Everything is memoized per program
 and cycle-safe (a binding that depends on itself is unknown), and memoized answers do not depend
-on the order of evaluation (``guards``).
+on the order of evaluation (``guards``). Each memoized answer keeps the files it read
+(``reads``), so that a later commit knows which answers a changed file can reach.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import builtins
 from collections.abc import Sequence
 
 from kb_assets.core.callgraph.exprs import segments
-from kb_assets.core.callgraph.guards import NO_HIT, Guards
+from kb_assets.core.callgraph.guards import NO_HIT, UNSET, Guards
 from kb_assets.core.callgraph.hierarchy import Hierarchy
 from kb_assets.core.callgraph.index import (
     ANNOTATED,
@@ -29,6 +30,7 @@ from kb_assets.core.callgraph.index import (
     Scopes,
 )
 from kb_assets.core.callgraph.members import Members
+from kb_assets.core.callgraph.reads import Reads
 from kb_assets.core.callgraph.values import (
     FORM,
     NO_SPANS,
@@ -43,6 +45,7 @@ from kb_assets.core.callgraph.values import (
     union_spans,
 )
 from kb_assets.core.symbols.facts import absolute_module
+from kb_assets.core.symbols.model import Symbol
 from kb_assets.core.symbols.table import SymbolTable
 
 _BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
@@ -54,22 +57,32 @@ class Evaluator:
 
     def __init__(self, scopes: Scopes, table: SymbolTable) -> None:
         self.scopes, self.table = scopes, table
-        self.guards = Guards()
+        self.reads: Reads = scopes.reads
+        self.guards = Guards(scopes.reads)
         self.hierarchy = Hierarchy(scopes, self.expr, self.guards)
         self.members = Members(self)
         self._memo: dict[tuple[ScopeRef, str], object] = {}
         """(scope, expression) -> its ``Resolved`` or None, or its depth (an int) while being
         evaluated (``guards``)."""
+        self._deps: dict[tuple[ScopeRef, str], int] = {}
+        """What each memoized expression read (``reads``; empty when not recording)."""
         self._globals: dict[tuple[str, str], object] = {}
+        self._globals_deps: dict[tuple[str, str], int] = {}
         self._receivers: dict[ScopeRef, object] = {}
 
     def release(self) -> None:
         """Drop the per-expression memo (one entry per call site; refilled on demand) and the pure
-        per-scope caches: the graph keeps its evaluator, and these are most of what it would hold."""
+        per-scope caches: the graph keeps its evaluator, and these are most of what it would hold.
+        What the remaining memos read is dropped too, and reads are no longer recorded: the graph's
+        read sets are taken by then."""
         self._memo.clear()
+        self._deps.clear()
+        self._globals_deps.clear()
         self._receivers.clear()
         self.scopes.release()
         self.hierarchy.release()
+        self.members.release()
+        self.reads.stop()
 
     def close(self) -> None:
         """Break the reference cycles through this evaluator (its members and its hierarchy point
@@ -85,18 +98,23 @@ class Evaluator:
         The memo doubles as the cycle guard: while a key is being evaluated it maps to its depth,
         and evaluating it again meanwhile answers unknown; an answer that read such an unknown from
         outside itself is not kept (``guards``). One dictionary, not a memo and a set, and the
-        guards' bookkeeping inline: this runs a few hundred thousand times per commit."""
+        guards' bookkeeping (with the read set's) inline: this runs a few hundred thousand times
+        per commit."""
         key = (ref, expr)
         memo = self._memo
         found = memo.get(key, _UNSET)
         guards = self.guards
+        reads = self.reads
         if found is not _UNSET:
             if type(found) is int:
                 guards.low = min(guards.low, found)
                 return None
+            if self._deps:
+                reads.bits |= self._deps.get(key, 0)
             return found  # type: ignore[return-value]
         guards.depth = depth = guards.depth + 1
         saved, guards.low = guards.low, NO_HIT
+        before, reads.bits = reads.bits, 0
         memo[key] = depth
         try:
             parts = segments(expr)
@@ -109,15 +127,21 @@ class Evaluator:
                 result = self.apply(self.expr(ref, head), calls, parts[1:])
         except BaseException:
             del memo[key]
-            guards.leave(depth, saved)
+            guards.depth = depth - 1
+            guards.low = min(guards.low, saved)
+            reads.bits |= before
             raise
         guards.depth = depth - 1
+        read = reads.bits
+        reads.bits = before | read
         low = guards.low
         if low < depth:  # read an unknown from a question outside it: answered afresh next time
             del memo[key]
             guards.low = min(low, saved)
         else:
             memo[key] = result
+            if read:
+                self._deps[key] = read
             guards.low = saved
         return result
 
@@ -189,6 +213,7 @@ class Evaluator:
         """What a method's first parameter is (an instance of its class, the class itself in a
         classmethod; None outside methods and in static methods). Cached per scope: it depends on
         the call facts alone, and ``self`` is read at most call sites of a method."""
+        self.reads.mark(ref.path)
         found = self._receivers.get(ref, _UNSET)
         if found is _UNSET:
             owner = self.scopes.class_of_method(ref)
@@ -219,6 +244,7 @@ class Evaluator:
             return self.members.module(value[7:], "import")
         if value.startswith("from:"):
             _, written, attr = value.split(":", 2)
+            self.reads.mark(ref.path)
             source = self.scopes.files[ref.path]
             base = absolute_module(source.module or "", source.is_package, written)
             return self.members.imported(base, attr) if base else None
@@ -231,14 +257,25 @@ class Evaluator:
         """A module-level name, through the symbol table (builtins when nothing binds it); memoized,
         as every function of a module looks up the same few globals."""
         key = (module, name)
-        found = self._globals.get(key, _UNSET)
-        if found is _UNSET:
-            found = self.guards.memoized(self._globals, key, lambda: self._global_name(module, name))
+        found = self.guards.recall(self._globals, self._globals_deps, key)
+        if found is UNSET:
+            found = self.guards.memoized(
+                self._globals, self._globals_deps, key, lambda: self._global_name(module, name)
+            )
         return found  # type: ignore[return-value]
 
+    def lookup(self, module: str, name: str) -> Symbol | None:
+        """``SymbolTable.lookup``, the modules it visited marked as read."""
+        if not self.reads.tracking:
+            return self.table.lookup(module, name)
+        symbol, visited = self.table.lookup_visiting(module, name)
+        self.reads.mark_modules(visited)
+        return symbol
+
     def _global_name(self, module: str, name: str) -> Resolved | None:
-        symbol = self.table.lookup(module, name)
+        symbol = self.lookup(module, name)
         if symbol is None:
+            self.reads.mark_modules((module,))
             bound = self.table.namespaces.get(module).get(name) is not None
             return Resolved(Ext(f"builtins.{name}")) if name in _BUILTINS and not bound else None
         return self.members.symbol(symbol, "import" if symbol.chain else "direct")

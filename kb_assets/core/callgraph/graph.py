@@ -25,12 +25,25 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import groupby
 from typing import NamedTuple
 
-from kb_assets.core.callgraph import parts
+from kb_assets.core.callgraph import parts, resolutions
 from kb_assets.core.callgraph.evaluate import Evaluator
 from kb_assets.core.callgraph.index import ScopeRef, Scopes
 from kb_assets.core.callgraph.passing import Passings
+from kb_assets.core.callgraph.reads import Reads
+from kb_assets.core.callgraph.resolutions import (
+    ARGUMENT,
+    EDGE,
+    EXTERNAL,
+    NODE,
+    PARAMETER_CALL,
+    FileLog,
+    Op,
+    Resolutions,
+    replay,
+)
 from kb_assets.core.callgraph.targets import Target, targets
 from kb_assets.core.callgraph.values import (
     FORM,
@@ -122,6 +135,10 @@ class CallGraph:
     stats: Counter[str] = field(default_factory=Counter)
     helped: bool = False
     """Whether a forked copy resolved part of the scopes (``parts``)."""
+    resolved: int | None = None
+    """Files resolved again from the last commit's resolutions (None: every file was resolved)."""
+    resolutions: Resolutions | None = None
+    """What this build resolved, on its way to ``_kept`` (``build``)."""
     _out: dict[str, list[Edge]] | None = None
     _spans: dict[Span, tuple[Span, ...]] = field(default_factory=dict)
     """One shared ``callee_spans`` tuple per callee span: most edges have no other (memory)."""
@@ -174,11 +191,34 @@ def call_graph(program: Program) -> CallGraph:
 
 _graphs: PerProgram[CallGraph] = PerProgram(lambda program: build(program), CallGraph.close)  # noqa: PLW0108 - late-bound
 
+_kept: Resolutions | None = None
+"""What the last build resolved, while this process keeps it (``kept_resolutions``)."""
+_keeping = False
+
+
+@contextmanager
+def kept_resolutions() -> Iterator[None]:
+    """Within: each build keeps its per-file resolutions, so that the next commit's graph
+    re-resolves only the files a change can reach (``resolutions``), for a process that indexes
+    commit after commit (``kb watch``). Not otherwise: a one-shot index would only pay the memory."""
+    global _keeping, _kept
+    previous, _keeping, _kept = _keeping, True, None
+    try:
+        yield
+    finally:
+        _keeping, _kept = previous, None
+
 
 def build(program: Program) -> CallGraph:
-    """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``)."""
+    """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``);
+    from the last build's resolutions when this process keeps them."""
+    global _kept  # noqa: PLW0603 - see ``keep_resolutions``
+    previous, _kept = _kept, None  # never two commits' resolutions at once
     with paused_gc():
-        return _build(program)
+        graph = _build(program, previous=previous, keep=_keeping)
+    _kept = graph.resolutions
+    graph.resolutions = None
+    return graph
 
 
 @contextmanager
@@ -205,65 +245,132 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _build(program: Program, cut: int | None = None) -> CallGraph:
-    """Resolve the scopes before ``cut`` here and, where a forked copy can be made, the rest in
-    the copy at the same time (``parts``; ``cut`` defaults to ``parts.split``'s)."""
-    graph, passings = _empty(program)
-    scopes, ev = graph.evaluator.scopes, graph.evaluator
-    refs = list(scopes.refs())
-    cut = parts.split(scopes, refs) if cut is None else cut
-    helper = fork(partial(resolve_part, program, refs[cut:])) if cut < len(refs) else None
-    with helper if helper is not None else nullcontext():
-        for ref in refs[:cut]:
-            resolve_scope(graph, passings, ref)
-        part = helper.result() if helper is not None else None
-    if part is None:
-        for ref in refs[cut:]:
-            resolve_scope(graph, passings, ref)
+def _build(
+    program: Program, cut: int | None = None, *, previous: Resolutions | None = None, keep: bool = False
+) -> CallGraph:
+    """Resolve the program's scopes into a graph: only the files ``previous`` cannot vouch for
+    (``resolutions.stale``), the others replayed from it; or all of them, those before ``cut``
+    here and, where a forked copy can be made, the rest in the copy at the same time (``parts``;
+    ``cut`` defaults to ``parts.split``'s). ``keep``: record the resolutions for the next build."""
+    graph, passings = _empty(program, tracking=keep)
+    scopes = graph.evaluator.scopes
+    stale = resolutions.stale(previous, program, graph.evaluator) if previous is not None else None
+    logs: dict[str, FileLog] = {}
+    if stale is None or previous is None:
+        _resolve_all(graph, passings, cut, logs if keep else None)
     else:
-        parts.merge(graph, passings, part)
-        graph.helped = True
+        for path in sorted(scopes.records):
+            if path in stale:
+                _resolve(graph, passings, list(scopes.file_refs(path)), logs)
+            else:
+                logs[path] = replay(graph, passings, previous.logs[path])
+        graph.resolved = len(stale)
     passings.resolve(graph)
-    ev.release()
+    graph.evaluator.release()
     graph._spans.clear()
+    if keep:
+        graph.resolutions = resolutions.record(program, graph.evaluator, logs)
     for path in sorted(scopes.files):
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))
     return graph
 
 
-def _empty(program: Program) -> tuple[CallGraph, Passings]:
-    """A graph with a fresh evaluator over ``program``, and its passed-function records."""
-    ev = Evaluator(Scopes(program), symbol_table(program))
+def _resolve_all(
+    graph: CallGraph, passings: Passings, cut: int | None, logs: dict[str, FileLog] | None
+) -> None:
+    """Resolve every scope: those before ``cut`` here, the rest in a forked copy when one can be
+    made (its logs replayed after this process's scopes); each file's log into ``logs`` if given."""
+    scopes = graph.evaluator.scopes
+    refs = list(scopes.refs())
+    cut = parts.split(scopes, refs) if cut is None else cut
+    tracking = logs is not None
+    helper = fork(partial(resolve_part, scopes.program, refs[cut:], tracking)) if cut < len(refs) else None
+    with helper if helper is not None else nullcontext():
+        _resolve(graph, passings, refs[:cut], logs)
+        part = helper.result() if helper is not None else None
+    if part is None:
+        _resolve(graph, passings, refs[cut:], logs)
+        return
+    graph.helped = True
+    for path, log in part.items():
+        replay(graph, passings, log)
+        if logs is not None and path in logs:
+            logs[path].extend(log)
+        elif logs is not None:
+            logs[path] = log
+
+
+def _empty(program: Program, *, tracking: bool = False) -> tuple[CallGraph, Passings]:
+    """A graph with a fresh evaluator over ``program`` (recording what it reads when ``tracking``),
+    and its passed-function records."""
+    reads = Reads(program.files, program.module_map.paths) if tracking else None
+    ev = Evaluator(Scopes(program, reads), symbol_table(program))
     return CallGraph(evaluator=ev), Passings(ev)
 
 
-def resolve_part(program: Program, refs: Sequence[ScopeRef]) -> parts.Part:
-    """Resolve ``refs`` into a fresh graph (in a forked copy: ``_build``) and hand back what the
-    merge needs, without the evaluator."""
-    graph, passings = _empty(program)
-    for ref in refs:
-        resolve_scope(graph, passings, ref)
-    return parts.Part(
-        graph.edges, graph.externals, graph.nodes, graph.stats, passings.calls, passings.arguments
-    )
+def resolve_part(program: Program, refs: Sequence[ScopeRef], tracking: bool) -> dict[str, FileLog]:
+    """Resolve ``refs`` with a fresh evaluator (in a forked copy: ``_build``) and hand back each
+    file's log, for the parent to replay after its own scopes."""
+    graph, passings = _empty(program, tracking=tracking)
+    return _resolve(graph, passings, refs, {})
 
 
-def resolve_scope(graph: CallGraph, passings: Passings, ref: ScopeRef) -> int:
-    """Resolve every call site of one scope into ``graph``; the number of sites."""
+def _resolve(
+    graph: CallGraph, passings: Passings, refs: Sequence[ScopeRef], logs: dict[str, FileLog] | None
+) -> dict[str, FileLog]:
+    """Resolve ``refs`` (in path order) into ``graph``; with ``logs``, also what each file's scopes
+    did and read into its log there (continuing a log already there)."""
+    if logs is None:
+        for ref in refs:
+            resolve_scope(graph, passings, ref)
+        return {}
+    reads = graph.evaluator.reads
+    for path, group in groupby(refs, key=lambda ref: ref.path):
+        log = logs.get(path) or logs.setdefault(path, FileLog())
+        counts: Counter[str] = Counter()
+        reads.bits = 0
+        for ref in group:
+            resolve_scope(graph, passings, ref, log.ops, counts)
+        log.reads |= reads.bits
+        log.stats.update(counts)
+        graph.stats.update(counts)
+    return logs
+
+
+def resolve_scope(
+    graph: CallGraph,
+    passings: Passings,
+    ref: ScopeRef,
+    ops: list[Op] | None = None,
+    stats: Counter[str] | None = None,
+) -> int:
+    """Resolve every call site of one scope into ``graph`` (what it did appended to ``ops``, its
+    counts into ``stats``, else the graph's); the number of sites."""
     scopes = graph.evaluator.scopes
     caller = scopes.defn(ref)
     graph.nodes.setdefault(caller.dotted, caller)
+    if ops is not None:
+        ops.append((NODE, caller))
+    counts = stats if stats is not None else graph.stats
     sites = scopes.record(ref).get("calls", [])
     for site in sites:
-        _site(graph, passings, ref, caller, site)
+        _site(graph, passings, ref, caller, site, ops=ops, stats=counts)
     return len(sites)
 
 
-def _site(graph: CallGraph, passings: Passings, ref: ScopeRef, caller: Def, site: list[JSON]) -> None:
+def _site(
+    graph: CallGraph,
+    passings: Passings,
+    ref: ScopeRef,
+    caller: Def,
+    site: list[JSON],
+    *,
+    ops: list[Op] | None,
+    stats: Counter[str],
+) -> None:
     extra: Mapping[str, JSON] = site[2] if len(site) > 2 else _NO_EXTRA
     resolved = graph.evaluator.expr(ref, site[0])
-    stats = graph.stats
     stats["sites"] += 1
     if resolved is None:
         stats["unresolved"] += 1
@@ -274,13 +381,25 @@ def _site(graph: CallGraph, passings: Passings, ref: ScopeRef, caller: Def, site
         stats["external"] += 1
         ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), bool(extra.get("m")))
         graph.externals.setdefault(caller.dotted, []).append(ext)
+        if ops is not None:
+            ops.append((EXTERNAL, caller.dotted, ext))
         return
     if "d" in extra:
         resolved = Resolved(value, resolved.forms | FORM["decorator"], resolved.via)
     options = value.options if type(value) is Either else (value,)
     for option in options:
         alternative = resolved if option is value else Resolved(option, resolved.forms, resolved.via)
-        _value(graph, passings, alternative, ref=ref, caller=caller, offset=offset, extra=extra)
+        _value(
+            graph,
+            passings,
+            alternative,
+            ref=ref,
+            caller=caller,
+            offset=offset,
+            extra=extra,
+            ops=ops,
+            stats=stats,
+        )
 
 
 _NO_EXTRA: Mapping[str, JSON] = {}
@@ -311,24 +430,34 @@ def _value(
     caller: Def,
     offset: int,
     extra: Mapping[str, JSON],
+    ops: list[Op] | None,
+    stats: Counter[str],
 ) -> None:
     """Record what calling one (alternative) value of a site's callee does."""
     value, main = resolved.value, bool(extra.get("m"))
     if type(value) is Ext:
-        graph.stats["external"] += 1
+        stats["external"] += 1
         ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), main)
         graph.externals.setdefault(caller.dotted, []).append(ext)
+        if ops is not None:
+            ops.append((EXTERNAL, caller.dotted, ext))
         return
     if type(value) is Param:
         if _encloses(graph.evaluator.scopes, value, ref):
-            graph.stats["parameter"] += 1
+            stats["parameter"] += 1
             passings.parameter_call(value, caller, offset, main)
+            if ops is not None:
+                ops.append((PARAMETER_CALL, value, caller, offset, main))
         else:
-            graph.stats["unresolved"] += 1
+            stats["unresolved"] += 1
         return
     found = targets(graph.evaluator, resolved)
-    graph.stats["first_party" if found else "unresolved"] += 1
+    stats["first_party" if found else "unresolved"] += 1
     for target in found:
         graph.add_edge(caller, target, (ref.path, caller.span, offset), main)
+        if ops is not None:
+            ops.append((EDGE, caller, target, offset, main))
         if "a" in extra or "k" in extra:
-            passings.argument(target, extra, ref)
+            passed = passings.argument(target, extra, ref)
+            if ops is not None:
+                ops.extend((ARGUMENT, argument) for argument in passed)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb_assets.core.callgraph.guards import Guards
+from kb_assets.core.callgraph.guards import UNSET, Guards
 from kb_assets.core.callgraph.index import ScopeRef, Scopes
 from kb_assets.core.callgraph.values import Cls, Def, Ext, Resolved
 
@@ -29,9 +29,6 @@ TRANSPARENT = frozenset(
         "abc.ABC",
     }
 )
-
-
-_UNSET: object = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +65,9 @@ class Hierarchy:
         self._active: dict[Def, int] = {}
         """Classes whose order is being computed, with their depth (``guards``)."""
         self._found: dict[tuple[Def, str, Def | None, bool], Member | None] = {}
+        self._mro_deps: dict[Def, int] = {}
+        self._found_deps: dict[tuple[Def, str, Def | None, bool], int] = {}
+        """What each memoized order and lookup read (``guards``, ``reads``)."""
         self._attrs: dict[Def, dict[str, list[tuple[ScopeRef, str | None]]]] = {}
 
     def close(self) -> None:
@@ -76,15 +76,20 @@ class Hierarchy:
 
     def release(self) -> None:
         """Drop the instance-attribute tables: a function of the call facts alone, rebuilt on demand
-        (the orders and lookups stay: entry points and process paths ask for them again)."""
+        (the orders and lookups stay: entry points and process paths ask for them again), and what
+        the orders and lookups read (``Evaluator.release``)."""
         self._attrs.clear()
+        self._mro_deps.clear()
+        self._found_deps.clear()
 
     def mro(self, cls: Def) -> tuple[Entry, ...]:
         """The class's method resolution order (itself first)."""
-        found = self._mro.get(cls)
-        if found is not None:
-            return found
-        return self.guards.ask(self._mro, self._active, cls, lambda: self._order(cls), (cls,))
+        found = self.guards.recall(self._mro, self._mro_deps, cls)
+        if found is not UNSET:
+            return found  # type: ignore[return-value]
+        return self.guards.ask(
+            self._mro, self._mro_deps, self._active, cls, compute=lambda: self._order(cls), unknown=(cls,)
+        )
 
     def _order(self, cls: Def) -> tuple[Entry, ...]:
         bases = self.bases(cls)
@@ -110,9 +115,11 @@ class Hierarchy:
     def find(self, cls: Def, name: str, *, after: Def | None = None, instance: bool = True) -> Member | None:
         """Where ``name`` is found on ``cls`` (or, with ``after``, past that class in its order)."""
         key = (cls, name, after, instance)
-        found = self._found.get(key, _UNSET)
-        if found is _UNSET:
-            found = self.guards.memoized(self._found, key, lambda: self._find(cls, name, after, instance))
+        found = self.guards.recall(self._found, self._found_deps, key)
+        if found is UNSET:
+            found = self.guards.memoized(
+                self._found, self._found_deps, key, lambda: self._find(cls, name, after, instance)
+            )
         return found  # type: ignore[return-value]
 
     def _find(self, cls: Def, name: str, after: Def | None, instance: bool) -> Member | None:
@@ -161,6 +168,7 @@ class Hierarchy:
 
     def _attributes(self, cls: Def) -> dict[str, list[tuple[ScopeRef, str | None]]]:
         """``self.x = ...`` in the class's own methods: every value of every attribute, by name."""
+        self.scopes.reads.mark(cls.path)
         found = self._attrs.get(cls)
         if found is not None:
             return found

@@ -2,7 +2,8 @@
 
 ``ScopeRef`` names one scope of one file. ``Scopes`` turns refs into their records, their
 ``Def`` (dotted path, span) and their enclosing scopes, and finds the scope of a definition the
-symbol table reported as (path, span ordinal).
+symbol table reported as (path, span ordinal). Every accessor marks the file it reads into the
+read set in progress (``reads``), cached answers included.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
+from kb_assets.core.callgraph.reads import Reads
 from kb_assets.core.callgraph.values import Def, DefKind
 from kb_assets.core.models import JSON
 from kb_assets.core.program import Program, SourceFile
@@ -38,8 +40,9 @@ class ScopeRef(NamedTuple):
 class Scopes:
     """Call facts of every module file of a program."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, reads: Reads | None = None) -> None:
         self.program = program
+        self.reads = reads if reads is not None else Reads(())
         self.files: dict[str, SourceFile] = {}
         self.records: dict[str, list[Mapping[str, JSON]]] = {}
         self.by_span: dict[str, dict[int, int]] = {}
@@ -65,16 +68,26 @@ class Scopes:
             for index in range(len(self.records[path])):
                 yield ScopeRef(path, index)
 
+    def file_refs(self, path: str) -> Iterator[ScopeRef]:
+        """Every scope of one file, in scope order."""
+        for index in range(len(self.records[path])):
+            yield ScopeRef(path, index)
+
     def record(self, ref: ScopeRef) -> Mapping[str, JSON]:
         """The facts record of a scope."""
+        reads = self.reads
+        reads.bits |= reads.bit.get(ref.path, 0)
         return self.records[ref.path][ref.scope]
 
     def module(self, ref: ScopeRef) -> str:
         """The dotted module the scope's file defines."""
+        self.reads.mark(ref.path)
         return self.files[ref.path].module or ""
 
     def defn(self, ref: ScopeRef) -> Def:
         """The definition a scope belongs to (its module for scope 0)."""
+        reads = self.reads
+        reads.bits |= reads.bit.get(ref.path, 0)
         found = self._defs.get(ref)
         if found is None:
             found = self._defs[ref] = self._defn(ref)
@@ -90,7 +103,7 @@ class Scopes:
 
     def span(self, ref: ScopeRef) -> tuple[str, int]:
         """(path, span ordinal) of the definition a scope belongs to."""
-        return ref.path, int(self.record(ref)["s"])
+        return ref.path, int(self.record(ref)["s"])  # ``record`` marks the read
 
     def parent(self, ref: ScopeRef) -> ScopeRef | None:
         """The lexically enclosing scope (None for the module)."""
@@ -99,6 +112,7 @@ class Scopes:
 
     def enclosing_function_or_module(self, ref: ScopeRef) -> ScopeRef | None:
         """Where a name not bound in ``ref`` is looked up next: class scopes are skipped."""
+        self.reads.mark(ref.path)
         if ref in self._enclosing:
             return self._enclosing[ref]
         parent = self.parent(ref)
@@ -110,6 +124,8 @@ class Scopes:
     def names(self, ref: ScopeRef) -> NameTable | None:
         """How the scope binds each name it binds (None for a module: the symbol table knows),
         built once per scope."""
+        reads = self.reads
+        reads.bits |= reads.bit.get(ref.path, 0)
         found = self._names.get(ref, _UNSET)
         if found is _UNSET:
             rec = self.record(ref)
@@ -120,6 +136,7 @@ class Scopes:
         """The scope defined by span ``span`` of ``path`` (a class or function), if it has facts."""
         if path is None or span is None:
             return None
+        self.reads.mark(path)
         index = self.by_span.get(path, {}).get(span)
         return ScopeRef(path, index) if index is not None else None
 

@@ -15,6 +15,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from kb_assets.core.callgraph.exprs import segments
+from kb_assets.core.callgraph.guards import UNSET
 from kb_assets.core.callgraph.hierarchy import Member
 from kb_assets.core.callgraph.index import ScopeRef
 from kb_assets.core.callgraph.values import (
@@ -74,6 +75,16 @@ class Members:
         self._definitions: dict[tuple[ScopeRef, str], Resolved] = {}
         self._imported: dict[tuple[str, str], Resolved | None] = {}
         self._lookups: dict[tuple[object, ...], Resolved | None] = {}
+        self._results_deps: dict[Fn, int] = {}
+        self._imported_deps: dict[tuple[str, str], int] = {}
+        self._lookups_deps: dict[tuple[object, ...], int] = {}
+        """What each memoized answer read (``guards``, ``reads``)."""
+
+    def release(self) -> None:
+        """Drop what the memoized answers read (``Evaluator.release``); the answers stay."""
+        self._results_deps.clear()
+        self._imported_deps.clear()
+        self._lookups_deps.clear()
 
     def close(self) -> None:
         """Let go of the evaluator (``Evaluator.close``)."""
@@ -83,6 +94,7 @@ class Members:
     def definition(self, ref: ScopeRef, form: str) -> Resolved:
         """A nested or top-level definition as a value."""
         key = (ref, form)
+        self.ev.reads.mark(ref.path)
         found = self._definitions.get(key)
         if found is None:
             d = self.ev.scopes.defn(ref)
@@ -101,13 +113,15 @@ class Members:
     def imported(self, base: str, attr: str) -> Resolved | None:
         """What ``from base import attr`` binds (memoized)."""
         key = (base, attr)
-        if key in self._imported:
-            return self._imported[key]
-        return self.ev.guards.memoized(self._imported, key, lambda: self._import(base, attr))
+        guards = self.ev.guards
+        found = guards.recall(self._imported, self._imported_deps, key)
+        if found is not UNSET:
+            return found  # type: ignore[return-value]
+        return guards.memoized(self._imported, self._imported_deps, key, lambda: self._import(base, attr))
 
     def _import(self, base: str, attr: str) -> Resolved | None:
         if base in self.ev.scopes.program.module_map.paths:
-            symbol = self.ev.table.lookup(base, attr)
+            symbol = self.ev.lookup(base, attr)
             return (
                 self.symbol(symbol, "import")
                 if symbol is not None
@@ -184,8 +198,12 @@ class Members:
         key = (kind, v.defn, name) if kind is not Super else (v, name)
         known = self._lookups.get(key, _UNSET)  # one lookup
         if known is not _UNSET:
+            if self._lookups_deps:
+                self.ev.reads.bits |= self._lookups_deps.get(key, 0)
             return known  # type: ignore[return-value]
-        return self.ev.guards.memoized(self._lookups, key, lambda: self._looked_up(v, name))
+        return self.ev.guards.memoized(
+            self._lookups, self._lookups_deps, key, lambda: self._looked_up(v, name)
+        )
 
     def _looked_up(self, v: Cls | Inst | Super, name: str) -> Resolved | None:
         r = Resolved(v)
@@ -243,9 +261,17 @@ class Members:
 
     def _returned(self, r: Resolved, fn: Fn) -> Resolved | None:
         """The function's statically known result (memoized; recursion answers unknown)."""
-        found: object = self._results.get(fn, _UNSET)
-        if found is _UNSET:
-            found = self.ev.guards.ask(self._results, self._returning, fn, lambda: self._result(fn), None)
+        guards = self.ev.guards
+        found = guards.recall(self._results, self._results_deps, fn)
+        if found is UNSET:
+            found = guards.ask(
+                self._results,
+                self._results_deps,
+                self._returning,
+                fn,
+                compute=lambda: self._result(fn),
+                unknown=None,
+            )
         return found.after(r) if isinstance(found, Resolved) else None
 
     def _result(self, fn: Fn) -> Resolved | None:
@@ -301,6 +327,7 @@ class Members:
 
     def _is_task(self, d: Def) -> bool:
         """Whether a first-party function is decorated as a Celery task (``@app.task``, ``@shared_task``)."""
+        self.ev.reads.mark(d.path)
         if d not in self._tasks:
             self._tasks[d] = False
             ref = ScopeRef(d.path, d.scope) if d.scope is not None else None

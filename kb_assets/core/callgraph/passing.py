@@ -6,6 +6,10 @@ its parameters, or a closure calls an enclosing function's parameter — ``def r
 decorator passes the decorated definition). Where the two meet, the function that calls the
 parameter calls the argument: an edge ``run → helper`` on the parameter call's lines, form
 ``passed_function``. A parameter forwarded into another call (``def later(cb): run(cb)``) is followed.
+
+An argument's value is evaluated when its call is resolved, in the scope that passes it (not when
+the halves are matched): what it reads then belongs to that scope's file (``resolutions``), and a
+file replayed from the last commit's log brings its arguments already evaluated.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ if TYPE_CHECKING:
 _Key = tuple[str, int, str]
 """(path, scope index of the function, parameter name)."""
 
+Argument = tuple[_Key, ScopeRef, Resolved | None, frozenset[Span]]
+"""One argument passed into a parameter: (parameter, passing scope, its value, spans read)."""
+
 _DROPPED = FORM["direct"] | FORM["closure"]
 
 
@@ -34,28 +41,34 @@ class Passings:
     def __init__(self, ev: Evaluator) -> None:
         self.ev = ev
         self.calls: dict[_Key, list[tuple[Def, int, bool]]] = {}
-        self.arguments: dict[_Key, list[tuple[ScopeRef, str, frozenset[Span]]]] = {}
+        self.arguments: dict[_Key, list[tuple[ScopeRef, Resolved | None, frozenset[Span]]]] = {}
         self._signatures: dict[tuple[str, int], tuple[frozenset[str], tuple[str, ...]]] = {}
 
     def parameter_call(self, param: Param, caller: Def, offset: int, main: bool) -> None:
         """``caller`` calls parameter ``param`` at line offset ``offset`` of its span."""
         self.calls.setdefault((param.path, param.scope, param.name), []).append((caller, offset, main))
 
-    def argument(self, target: Target, extra: Mapping[str, JSON], ref: ScopeRef) -> None:
-        """A call from scope ``ref`` that runs ``target`` passes the name arguments in ``extra``."""
+    def argument(self, target: Target, extra: Mapping[str, JSON], ref: ScopeRef) -> list[Argument]:
+        """A call from scope ``ref`` that runs ``target`` passes the name arguments in ``extra``:
+        each one that meets a parameter, evaluated and added (also returned, for the file's log)."""
         callee, _, shift, via = target
         if callee.scope is None or callee.kind != "function":
-            return
+            return []
         params, positional = self._params(callee.path, callee.scope)
         read: frozenset[Span] | None = None
+        added: list[Argument] = []
         for i, arg in enumerate(extra.get("a", [])):
             if arg is not None and i + shift < len(positional):
                 read = read or via | {self.ev.scopes.span(ref)}
-                self._add((callee.path, callee.scope, positional[i + shift]), ref, str(arg), read)
+                key = (callee.path, callee.scope, positional[i + shift])
+                added.append((key, ref, self._value(ref, str(arg)), read))
         for name, arg in sorted(extra.get("k", {}).items()):
             if name in params:
                 read = read or via | {self.ev.scopes.span(ref)}
-                self._add((callee.path, callee.scope, name), ref, str(arg), read)
+                added.append(((callee.path, callee.scope, name), ref, self._value(ref, str(arg)), read))
+        for found in added:
+            self.add(found)
+        return added
 
     def _params(self, path: str, scope: int) -> tuple[frozenset[str], tuple[str, ...]]:
         """A function's parameter names, and those that can be passed by position (cached per
@@ -68,8 +81,10 @@ class Passings:
             found = self._signatures[key] = (frozenset(params), tuple(params[:star]))
         return found
 
-    def _add(self, key: _Key, ref: ScopeRef, arg: str, via: frozenset[Span]) -> None:
-        self.arguments.setdefault(key, []).append((ref, arg, via))
+    def add(self, argument: Argument) -> None:
+        """Add one evaluated argument (``argument``, or a replayed log)."""
+        key, ref, value, via = argument
+        self.arguments.setdefault(key, []).append((ref, value, via))
 
     def resolve(self, graph: CallGraph) -> None:
         """Add an edge from each parameter call to each function passed into that parameter,
@@ -77,8 +92,7 @@ class Passings:
         passed: dict[_Key, list[Resolved]] = {}
         forwards: dict[_Key, list[_Key]] = {}
         for key in sorted(self.arguments):
-            for ref, arg, via in self.arguments[key]:
-                value = self._value(ref, arg)
+            for _, value, via in self.arguments[key]:
                 if value is not None and type(value.value) is Param:
                     source = (value.value.path, value.value.scope, value.value.name)
                     forwards.setdefault(source, []).append(key)

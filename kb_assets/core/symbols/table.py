@@ -84,6 +84,7 @@ class SymbolTable:
                 self.views[source.blob_id] = view
         self.namespaces = Namespaces(self)
         self._memo: dict[tuple[str, str], Symbol | None] | None = None  # None while building
+        self._visiting: dict[tuple[str, str], tuple[Symbol | None, frozenset[str]]] = {}
         for module in sorted(self.facts):
             self.namespaces.get(module)
         self._memo = {}
@@ -96,6 +97,17 @@ class SymbolTable:
         if key not in self._memo:
             self._memo[key] = self._lookup(module, name, set())
         return self._memo[key]
+
+    def lookup_visiting(self, module: str, name: str) -> tuple[Symbol | None, frozenset[str]]:
+        """``lookup``, and the modules whose namespace or bindings it read: what its answer
+        depends on besides the module map (the call graph's read sets, ``callgraph.reads``)."""
+        key = (module, name)
+        found = self._visiting.get(key)
+        if found is None:
+            seen: _Seen = set()
+            symbol = self._lookup(module, name, seen)
+            found = self._visiting[key] = (symbol, frozenset(m for m, _ in seen))
+        return found
 
     def resolve(self, module: str, dotted: str) -> Symbol | None:
         """What the dotted expression ``dotted``, written at the top level of ``module``, means."""

@@ -1,0 +1,168 @@
+"""A call graph built from the last commit's resolutions is the graph a full build gives, and it
+resolves only the files a change can reach.
+
+Each edit below changes one way an answer in one file depends on another file: a function's
+result, an inherited method, a module-level alias, an instance attribute, a star import's names
+(through ``__all__``), a function passed as an argument, an import. The incremental graph is
+compared with a full build of the same commit field by field and by artifact id, after each edit
+on its own and after all of them in a row (each build from the one before: the resolutions an
+incremental build records must hold for the next commit too). ``alpha.py`` is resolved before
+``api.py`` and asks the same questions first: ``api.py`` gets memoized answers computed while
+resolving another file, and must still learn which files they read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import pytest
+
+from kb_assets.core.callgraph.graph import CallGraph, _build
+from kb_assets.core.callgraph.resolutions import Resolutions
+from kb_assets.core.program import Program
+from tests.programs import program_from_files
+from tests.test_call_graph_parts import _ids, _shape, own_code
+
+NO_COPY = 10**9
+"""A cut past every scope: these builds run in this process (the test process may have threads)."""
+
+BASE: dict[str, str] = {
+    "app/__init__.py": "",
+    "app/models.py": (
+        "class Base:\n    def save(self):\n        return 1\n\n"
+        "class Order(Base):\n    def total(self):\n        return self.price()\n"
+        "    def price(self):\n        return 2\n"
+    ),
+    "app/factory.py": "from app.models import Order\n\ndef make():\n    return Order()\n\nhandler = make\n",
+    "app/api.py": (
+        "from app.factory import make, handler\nfrom app.reexport import *\nfrom app import tools\n\n"
+        "def checkout():\n    order = make()\n    order.save()\n    order.total()\n    handler()\n"
+        "    helper()\n    other()\n    tools.run(make)\n\n"
+        "class View:\n    def __init__(self):\n        self.order = make()\n"
+        "    def get(self):\n        self.order.save()\n"
+    ),
+    "app/alpha.py": (
+        "from app.factory import make, handler\n\n"
+        "def first():\n    make().total()\n    make().save()\n    handler()\n"
+    ),
+    "app/reexport.py": "from app.helpers import *\n",
+    "app/helpers.py": "__all__ = ['helper']\n\ndef helper():\n    return 1\n\ndef other():\n    return 2\n",
+    "app/tools.py": "def run(fn):\n    fn()\n",
+    "app/unrelated.py": "def alone():\n    return len([])\n",
+}
+
+EDITS: dict[str, dict[str, str]] = {
+    "inherited method removed": {
+        "app/models.py": BASE["app/models.py"].replace("def save(self)", "def store(self)"),
+    },
+    "result changes class": {
+        "app/factory.py": BASE["app/factory.py"]
+        .replace("return Order()", "return Base()")
+        .replace("import Order", "import Order, Base"),
+    },
+    "alias rebound": {"app/factory.py": BASE["app/factory.py"].replace("handler = make", "handler = Order")},
+    "star names grow": {
+        "app/helpers.py": BASE["app/helpers.py"].replace("['helper']", "['helper', 'other']")
+    },
+    "star name renamed": {"app/helpers.py": BASE["app/helpers.py"].replace("helper", "assist")},
+    "passed function called twice": {"app/tools.py": "def run(fn):\n    fn()\n    fn()\n"},
+    "attribute type changes": {
+        "app/api.py": BASE["app/api.py"].replace("self.order = make()", "self.order = tools")
+    },
+    "lines shift": {"app/models.py": "# a comment\n\n" + BASE["app/models.py"]},
+    "unrelated body": {"app/unrelated.py": "def alone():\n    return max([1])\n"},
+}
+
+
+def _program(files: Mapping[str, str], n: int) -> Program:
+    return program_from_files(files, sha=f"{n:040x}")
+
+
+def _kept(program: Program) -> Resolutions:
+    resolutions = _build(program, NO_COPY, keep=True).resolutions
+    assert resolutions is not None
+    return resolutions
+
+
+def _same_as_full(program: Program, previous: Resolutions) -> CallGraph:
+    """The incremental build of ``program``, checked against a full one."""
+    incremental = _build(program, NO_COPY, previous=previous, keep=True)
+    full = _build(program, NO_COPY)
+    assert _shape(incremental) == _shape(full)
+    assert _ids(program, incremental) == _ids(program, full)
+    return incremental
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_one_edit_gives_the_full_graph(name: str) -> None:
+    """After each kind of edit, the graph built from the base's resolutions is the full build's,
+    and only files that read the edited one were resolved again."""
+    base = _program(BASE, 1)
+    edited = _program({**BASE, **EDITS[name]}, 2)
+    graph = _same_as_full(edited, _kept(base))
+    assert graph.resolved is not None
+    assert 1 <= graph.resolved < len(edited.files)
+
+
+def test_an_unrelated_edit_resolves_one_file() -> None:
+    """A file nobody reads is the only one resolved again."""
+    base = _program(BASE, 1)
+    edited = _program({**BASE, **EDITS["unrelated body"]}, 2)
+    assert _same_as_full(edited, _kept(base)).resolved == 1
+
+
+def test_edits_in_a_row_give_the_full_graph() -> None:
+    """Each commit's graph built from the one before's: the recorded resolutions stay valid."""
+    files = dict(BASE)
+    previous = _kept(_program(files, 0))
+    for n, name in enumerate(sorted(EDITS), start=1):
+        files.update(EDITS[name])
+        graph = _same_as_full(_program(files, n), previous)
+        assert graph.resolutions is not None
+        previous = graph.resolutions
+
+
+def test_a_new_file_resolves_everything() -> None:
+    """A file added changes the module map: no file's resolution is reused."""
+    base = _program(BASE, 1)
+    grown = _program({**BASE, "app/extra.py": "def more():\n    return 1\n"}, 2)
+    assert _same_as_full(grown, _kept(base)).resolved is None
+
+
+def test_the_same_commit_is_resolved_afresh() -> None:
+    """A copy of the same commit (what a reproducibility check resolves) reuses nothing."""
+    program = _program(BASE, 1)
+    assert _same_as_full(_program(BASE, 1), _kept(program)).resolved is None
+
+
+def _real_edits(files: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Edits of real files: the first top-level function renamed, the first ``return`` of a
+    method made ``return None``, a function appended."""
+    out = []
+    for path in sorted(files)[1::3]:
+        text = files[path]
+        renamed = re.sub(r"^def (\w+)\(", r"def \1_renamed(", text, count=1, flags=re.MULTILINE)
+        nulled = re.sub(r"^(        return) .+$", r"\1 None", text, count=1, flags=re.MULTILINE)
+        for edited in (renamed, nulled, text + "\n\ndef _appended():\n    return 1\n"):
+            if edited != text:
+                out.append((path, edited))
+    return out
+
+
+def test_edits_of_real_code_give_the_full_graph() -> None:
+    """On real code, edit after edit, the incremental graph is the full build's, and most edits
+    leave most files alone."""
+    files = own_code()
+    previous = _kept(_program(files, 0))
+    resolved = []
+    edits = _real_edits(files)
+    assert len(edits) > 15
+    for n, (path, text) in enumerate(edits, start=1):
+        files[path] = text
+        graph = _same_as_full(_program(files, n), previous)
+        assert graph.resolutions is not None
+        previous = graph.resolutions
+        resolved.append(graph.resolved)
+    assert None not in resolved
+    assert sorted(resolved)[len(resolved) // 2] < len(files) / 2
