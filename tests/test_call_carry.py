@@ -6,12 +6,14 @@ store lacks is never staged.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from kb_assets.cli.instance import open_instance
+from kb_assets.core.callgraph.graph import call_graph, kept_resolutions
 from kb_assets.core.extractors import call_carry
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.extractors.call_carry import EdgeCarry
@@ -73,19 +75,24 @@ def _versions() -> Iterator[tuple[str, dict[str, str]]]:
         yield label, dict(files)
 
 
-def test_each_commit_through_the_carry_has_exactly_the_cold_ids() -> None:
+@pytest.mark.parametrize("incremental", [False, True], ids=["full-graphs", "incremental-graphs"])
+def test_each_commit_through_the_carry_has_exactly_the_cold_ids(incremental: bool) -> None:
     """Commit after commit, the drafted edges' ids plus the reused ids are the cold extraction's
-    ids, and something is reused once there is a previous commit."""
+    ids, and something is reused once there is a previous commit; also when each commit's graph
+    is built from the last one's resolutions, as under ``kb watch`` (the carry then takes the
+    unchanged edges' remembered signatures instead of making them again)."""
     carry = EdgeCarry()
-    for n, (label, files) in enumerate(_versions()):
-        program = program_from_files(files)
-        carried = carry.resolve(program)
-        made = [a.artifact_id for a in _built(program, carried.extraction.drafts)]
-        carry.remember(program, made)
-        cold = _cold(files)
-        assert set(made) | set(carried.reused) == set(cold.values()), label
-        assert len(made) + len(carried.reused) == len(cold), label
-        assert bool(carried.reused) == (n > 0), label
+    with kept_resolutions() if incremental else nullcontext():
+        for n, (label, files) in enumerate(_versions()):
+            program = program_from_files(files, sha=f"{n + 1:040x}")
+            carried = carry.resolve(program)
+            assert (call_graph(program).since is not None) == (incremental and n > 0), label
+            made = [a.artifact_id for a in _built(program, carried.extraction.drafts)]
+            carry.remember(program, made)
+            cold = _cold(files)
+            assert set(made) | set(carried.reused) == set(cold.values()), label
+            assert len(made) + len(carried.reused) == len(cold), label
+            assert bool(carried.reused) == (n > 0), label
 
 
 def _remembered(carry: EdgeCarry, files: Mapping[str, str]) -> None:

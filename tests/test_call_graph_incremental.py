@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from kb_assets.core.callgraph.graph import CallGraph, _build
+from kb_assets.core.callgraph.graph import CallGraph, Edge, _build
 from kb_assets.core.callgraph.resolutions import Resolutions
 from kb_assets.core.program import Program
 from tests.programs import program_from_files
@@ -43,12 +43,12 @@ BASE: dict[str, str] = {
         "    def get(self):\n        self.order.save()\n"
     ),
     "app/alpha.py": (
-        "from app.factory import make, handler\n\n"
-        "def first():\n    make().total()\n    make().save()\n    handler()\n"
+        "from app.factory import make, handler\nfrom app import tools\n\n"
+        "def first():\n    make().total()\n    make().save()\n    handler()\n    tools.run(make)\n"
     ),
     "app/reexport.py": "from app.helpers import *\n",
     "app/helpers.py": "__all__ = ['helper']\n\ndef helper():\n    return 1\n\ndef other():\n    return 2\n",
-    "app/tools.py": "def run(fn):\n    fn()\n",
+    "app/tools.py": "from app import factory\n\ndef run(fn):\n    fn()\n    factory.make()\n",
     "app/unrelated.py": "def alone():\n    return len([])\n",
 }
 
@@ -66,17 +66,30 @@ EDITS: dict[str, dict[str, str]] = {
         "app/helpers.py": BASE["app/helpers.py"].replace("['helper']", "['helper', 'other']")
     },
     "star name renamed": {"app/helpers.py": BASE["app/helpers.py"].replace("helper", "assist")},
-    "passed function called twice": {"app/tools.py": "def run(fn):\n    fn()\n    fn()\n"},
+    "passed function called twice": {"app/tools.py": BASE["app/tools.py"].replace("fn()", "fn()\n    fn()")},
+    "no passer left": {
+        "app/api.py": BASE["app/api.py"].replace("    tools.run(make)\n", ""),
+        "app/alpha.py": BASE["app/alpha.py"].replace("    tools.run(make)\n", ""),
+    },
     "attribute type changes": {
         "app/api.py": BASE["app/api.py"].replace("self.order = make()", "self.order = tools")
     },
+    "another function passed": {
+        "app/api.py": BASE["app/api.py"].replace("tools.run(make)", "tools.run(helper)")
+    },
+    "one of two passers gone": {"app/api.py": BASE["app/api.py"].replace("    tools.run(make)\n", "")},
     "lines shift": {"app/models.py": "# a comment\n\n" + BASE["app/models.py"]},
     "unrelated body": {"app/unrelated.py": "def alone():\n    return max([1])\n"},
 }
 
 
+_programs: dict[str, Program] = {}
+"""Every program made, by sha (an incremental build is compared with its base's graph)."""
+
+
 def _program(files: Mapping[str, str], n: int) -> Program:
-    return program_from_files(files, sha=f"{n:040x}")
+    program = _programs[f"{n:040x}"] = program_from_files(files, sha=f"{n:040x}")
+    return program
 
 
 def _kept(program: Program) -> Resolutions:
@@ -86,12 +99,34 @@ def _kept(program: Program) -> Resolutions:
 
 
 def _same_as_full(program: Program, previous: Resolutions) -> CallGraph:
-    """The incremental build of ``program``, checked against a full one."""
+    """The incremental build of ``program``, checked against a full one; and every edge outside
+    its ``changed`` keys is, field for field, an edge of the previous commit's graph (what the
+    call-edge carry relies on to take that edge's remembered signature)."""
     incremental = _build(program, NO_COPY, previous=previous, keep=True)
     full = _build(program, NO_COPY)
     assert _shape(incremental) == _shape(full)
     assert _ids(program, incremental) == _ids(program, full)
+    if incremental.since is not None:
+        assert incremental.since == previous.sha
+        before = _build(_programs[previous.sha], NO_COPY)
+        for key, edge in incremental.edges.items():
+            if key not in incremental.changed:
+                assert key in before.edges, key
+                assert _edge(edge) == _edge(before.edges[key]), key
     return incremental
+
+
+def _edge(edge: Edge) -> tuple[object, ...]:
+    return (
+        edge.caller,
+        edge.callee,
+        edge.callee_spans,
+        edge.forms,
+        edge.offsets,
+        edge.others,
+        edge.main,
+        edge.via,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(EDITS))

@@ -137,6 +137,12 @@ class CallGraph:
     """Whether a forked copy resolved part of the scopes (``parts``)."""
     resolved: int | None = None
     """Files resolved again from the last commit's resolutions (None: every file was resolved)."""
+    since: str | None = None
+    """The commit whose resolutions this graph replayed (None: resolved in full)."""
+    changed: set[tuple[str, str]] = field(default_factory=set)
+    """With ``since``: the keys of the edges that may differ from that commit's graph (those with
+    a caller of a file resolved again, and those passed functions added to then or now); every
+    other edge is, field for field, that commit's."""
     resolutions: Resolutions | None = None
     """What this build resolved, on its way to ``_kept`` (``build``)."""
     _out: dict[str, list[Edge]] | None = None
@@ -264,12 +270,17 @@ def _build(
                 _resolve(graph, passings, list(scopes.file_refs(path)), logs)
             else:
                 logs[path] = replay(graph, passings, previous.logs[path])
-        graph.resolved = len(stale)
-    passings.resolve(graph)
+        graph.resolved, graph.since = len(stale), previous.sha
+    passed = passings.resolve(graph)
+    if stale is not None and previous is not None:
+        callers = resolutions.callers(logs[path] for path in stale) | resolutions.callers(
+            previous.logs[path] for path in stale
+        )
+        graph.changed = {key for key in graph.edges if key[0] in callers} | passed | previous.passed
     graph.evaluator.release()
     graph._spans.clear()
     if keep:
-        graph.resolutions = resolutions.record(program, graph.evaluator, logs)
+        graph.resolutions = resolutions.record(program, graph.evaluator, logs, passed)
     for path in sorted(scopes.files):
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))

@@ -86,9 +86,11 @@ class Passings:
         key, ref, value, via = argument
         self.arguments.setdefault(key, []).append((ref, value, via))
 
-    def resolve(self, graph: CallGraph) -> None:
+    def resolve(self, graph: CallGraph) -> set[tuple[str, str]]:
         """Add an edge from each parameter call to each function passed into that parameter,
-        following parameters forwarded as arguments into further calls (cycle-safe)."""
+        following parameters forwarded as arguments into further calls (cycle-safe); the keys of
+        the edges it added to."""
+        added: set[tuple[str, str]] = set()
         passed: dict[_Key, list[Resolved]] = {}
         forwards: dict[_Key, list[_Key]] = {}
         for key in sorted(self.arguments):
@@ -106,6 +108,8 @@ class Passings:
                             kept = (forms & ~_DROPPED) | FORM["passed_function"]
                             site = (caller.path, caller.span, offset)
                             graph.add_edge(caller, (callee, kept, shift, via), site, main)
+                            added.add((caller.dotted, callee.dotted))
+        return added
 
     def _value(self, ref: ScopeRef, arg: str) -> Resolved | None:
         """An argument's value (``#n``: the definition of scope n, passed by a decorator)."""

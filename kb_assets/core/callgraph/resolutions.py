@@ -71,10 +71,15 @@ class Resolutions:
     blobs: Mapping[str, str]
     stars: StarNames
     logs: Mapping[str, FileLog]
+    passed: frozenset[tuple[str, str]]
+    """The edges passed functions added to (``CallGraph.changed``)."""
 
 
-def record(program: Program, ev: Evaluator, logs: Mapping[str, FileLog]) -> Resolutions:
-    """The resolutions of a build that resolved or replayed every file (``logs``)."""
+def record(
+    program: Program, ev: Evaluator, logs: Mapping[str, FileLog], passed: Iterable[tuple[str, str]]
+) -> Resolutions:
+    """The resolutions of a build that resolved or replayed every file (``logs``), whose passed
+    functions added to the edges ``passed``."""
     return Resolutions(
         sha=program.sha,
         files=tuple(sorted(program.files)),
@@ -82,6 +87,7 @@ def record(program: Program, ev: Evaluator, logs: Mapping[str, FileLog]) -> Reso
         blobs={path: source.blob_id for path, source in program.files.items()},
         stars=star_names(ev.table),
         logs=dict(logs),
+        passed=frozenset(passed),
     )
 
 
@@ -99,6 +105,11 @@ def stale(previous: Resolutions, program: Program, ev: Evaluator) -> set[str] | 
     out = set(changed) & previous.logs.keys()
     out.update(path for path, log in previous.logs.items() if log.reads & dirty)
     return out
+
+
+def callers(logs: Iterable[FileLog]) -> set[str]:
+    """The dotted callers whose scopes these logs resolved."""
+    return {op[1].dotted for log in logs for op in log.ops if op[0] == NODE}  # type: ignore[attr-defined]
 
 
 def star_names(table: SymbolTable) -> StarNames:
