@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from kb_assets.core.callgraph import parts, resolutions
 from kb_assets.core.callgraph.evaluate import Evaluator
-from kb_assets.core.callgraph.index import ScopeRef, Scopes
+from kb_assets.core.callgraph.index import ReadingScopes, ScopeRef, Scopes
 from kb_assets.core.callgraph.passing import Passings
 from kb_assets.core.callgraph.reads import Reads
 from kb_assets.core.callgraph.resolutions import (
@@ -315,8 +315,12 @@ def _resolve_all(
 def _empty(program: Program, *, tracking: bool = False) -> tuple[CallGraph, Passings]:
     """A graph with a fresh evaluator over ``program`` (recording what it reads when ``tracking``),
     and its passed-function records."""
-    reads = Reads(program.files, program.module_map.paths) if tracking else None
-    ev = Evaluator(Scopes(program, reads), symbol_table(program))
+    scopes = (
+        ReadingScopes(program, Reads(program.files, program.module_map.paths))
+        if tracking
+        else Scopes(program)
+    )
+    ev = Evaluator(scopes, symbol_table(program))
     return CallGraph(evaluator=ev), Passings(ev)
 
 

@@ -2,8 +2,8 @@
 
 ``ScopeRef`` names one scope of one file. ``Scopes`` turns refs into their records, their
 ``Def`` (dotted path, span) and their enclosing scopes, and finds the scope of a definition the
-symbol table reported as (path, span ordinal). Every accessor marks the file it reads into the
-read set in progress (``reads``), cached answers included.
+symbol table reported as (path, span ordinal). ``ReadingScopes`` also marks the file each accessor
+reads into the read set in progress (``reads``), cached answers included.
 """
 
 from __future__ import annotations
@@ -40,9 +40,10 @@ class ScopeRef(NamedTuple):
 class Scopes:
     """Call facts of every module file of a program."""
 
-    def __init__(self, program: Program, reads: Reads | None = None) -> None:
+    def __init__(self, program: Program) -> None:
         self.program = program
-        self.reads = reads if reads is not None else Reads(())
+        self.reads = Reads(())
+        """Where ``ReadingScopes`` marks what is read (nothing is marked here)."""
         self.files: dict[str, SourceFile] = {}
         self.records: dict[str, list[Mapping[str, JSON]]] = {}
         self.by_span: dict[str, dict[int, int]] = {}
@@ -75,19 +76,14 @@ class Scopes:
 
     def record(self, ref: ScopeRef) -> Mapping[str, JSON]:
         """The facts record of a scope."""
-        reads = self.reads
-        reads.bits |= reads.bit.get(ref.path, 0)
         return self.records[ref.path][ref.scope]
 
     def module(self, ref: ScopeRef) -> str:
         """The dotted module the scope's file defines."""
-        self.reads.mark(ref.path)
         return self.files[ref.path].module or ""
 
     def defn(self, ref: ScopeRef) -> Def:
         """The definition a scope belongs to (its module for scope 0)."""
-        reads = self.reads
-        reads.bits |= reads.bit.get(ref.path, 0)
         found = self._defs.get(ref)
         if found is None:
             found = self._defs[ref] = self._defn(ref)
@@ -103,7 +99,7 @@ class Scopes:
 
     def span(self, ref: ScopeRef) -> tuple[str, int]:
         """(path, span ordinal) of the definition a scope belongs to."""
-        return ref.path, int(self.record(ref)["s"])  # ``record`` marks the read
+        return ref.path, int(self.record(ref)["s"])
 
     def parent(self, ref: ScopeRef) -> ScopeRef | None:
         """The lexically enclosing scope (None for the module)."""
@@ -112,7 +108,6 @@ class Scopes:
 
     def enclosing_function_or_module(self, ref: ScopeRef) -> ScopeRef | None:
         """Where a name not bound in ``ref`` is looked up next: class scopes are skipped."""
-        self.reads.mark(ref.path)
         if ref in self._enclosing:
             return self._enclosing[ref]
         parent = self.parent(ref)
@@ -124,8 +119,6 @@ class Scopes:
     def names(self, ref: ScopeRef) -> NameTable | None:
         """How the scope binds each name it binds (None for a module: the symbol table knows),
         built once per scope."""
-        reads = self.reads
-        reads.bits |= reads.bit.get(ref.path, 0)
         found = self._names.get(ref, _UNSET)
         if found is _UNSET:
             rec = self.record(ref)
@@ -136,7 +129,6 @@ class Scopes:
         """The scope defined by span ``span`` of ``path`` (a class or function), if it has facts."""
         if path is None or span is None:
             return None
-        self.reads.mark(path)
         index = self.by_span.get(path, {}).get(span)
         return ScopeRef(path, index) if index is not None else None
 
@@ -144,6 +136,49 @@ class Scopes:
         """The class whose body directly defines this function, if any."""
         parent = self.parent(ref)
         return parent if parent is not None and self.record(parent)["k"] == "c" else None
+
+
+class ReadingScopes(Scopes):
+    """``Scopes`` whose every accessor marks the file it reads (``reads``): a subclass, so that a
+    build that records nothing pays nothing on these, the most called functions of resolution."""
+
+    def __init__(self, program: Program, reads: Reads) -> None:
+        super().__init__(program)
+        self.reads = reads
+
+    def record(self, ref: ScopeRef) -> Mapping[str, JSON]:
+        """The facts record of a scope."""
+        reads = self.reads
+        reads.bits |= reads.bit.get(ref.path, 0)
+        return self.records[ref.path][ref.scope]
+
+    def module(self, ref: ScopeRef) -> str:
+        """The dotted module the scope's file defines."""
+        self.reads.mark(ref.path)
+        return super().module(ref)
+
+    def defn(self, ref: ScopeRef) -> Def:
+        """The definition a scope belongs to (its module for scope 0)."""
+        reads = self.reads
+        reads.bits |= reads.bit.get(ref.path, 0)
+        return super().defn(ref)
+
+    def enclosing_function_or_module(self, ref: ScopeRef) -> ScopeRef | None:
+        """Where a name not bound in ``ref`` is looked up next: class scopes are skipped."""
+        self.reads.mark(ref.path)
+        return super().enclosing_function_or_module(ref)
+
+    def names(self, ref: ScopeRef) -> NameTable | None:
+        """How the scope binds each name it binds (None for a module)."""
+        reads = self.reads
+        reads.bits |= reads.bit.get(ref.path, 0)
+        return super().names(ref)
+
+    def at_span(self, path: str | None, span: int | None) -> ScopeRef | None:
+        """The scope defined by span ``span`` of ``path``, if it has facts."""
+        if path is not None:
+            self.reads.mark(path)
+        return super().at_span(path, span)
 
 
 def _name_table(rec: Mapping[str, JSON]) -> NameTable:
