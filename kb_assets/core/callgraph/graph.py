@@ -40,7 +40,6 @@ from kb_assets.core.callgraph.resolutions import (
     NODE,
     PARAMETER_CALL,
     FileLog,
-    Op,
     Resolutions,
     replay,
 )
@@ -357,7 +356,7 @@ def resolve_scope(
     graph: CallGraph,
     passings: Passings,
     ref: ScopeRef,
-    ops: list[Op] | None = None,
+    ops: list[object] | None = None,
     stats: Counter[str] | None = None,
 ) -> int:
     """Resolve every call site of one scope into ``graph`` (what it did appended to ``ops``, its
@@ -366,7 +365,7 @@ def resolve_scope(
     caller = scopes.defn(ref)
     graph.nodes.setdefault(caller.dotted, caller)
     if ops is not None:
-        ops.append((NODE, caller))
+        ops += (NODE, caller)
     counts = stats if stats is not None else graph.stats
     sites = scopes.record(ref).get("calls", [])
     for site in sites:
@@ -381,7 +380,7 @@ def _site(
     caller: Def,
     site: list[JSON],
     *,
-    ops: list[Op] | None,
+    ops: list[object] | None,
     stats: Counter[str],
 ) -> None:
     extra: Mapping[str, JSON] = site[2] if len(site) > 2 else _NO_EXTRA
@@ -397,7 +396,7 @@ def _site(
         ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), bool(extra.get("m")))
         graph.externals.setdefault(caller.dotted, []).append(ext)
         if ops is not None:
-            ops.append((EXTERNAL, caller.dotted, ext))
+            ops += (EXTERNAL, caller.dotted, ext)
         return
     if "d" in extra:
         resolved = Resolved(value, resolved.forms | FORM["decorator"], resolved.via)
@@ -445,7 +444,7 @@ def _value(
     caller: Def,
     offset: int,
     extra: Mapping[str, JSON],
-    ops: list[Op] | None,
+    ops: list[object] | None,
     stats: Counter[str],
 ) -> None:
     """Record what calling one (alternative) value of a site's callee does."""
@@ -455,14 +454,14 @@ def _value(
         ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), main)
         graph.externals.setdefault(caller.dotted, []).append(ext)
         if ops is not None:
-            ops.append((EXTERNAL, caller.dotted, ext))
+            ops += (EXTERNAL, caller.dotted, ext)
         return
     if type(value) is Param:
         if _encloses(graph.evaluator.scopes, value, ref):
             stats["parameter"] += 1
             passings.parameter_call(value, caller, offset, main)
             if ops is not None:
-                ops.append((PARAMETER_CALL, value, caller, offset, main))
+                ops += (PARAMETER_CALL, value, caller, offset, main)
         else:
             stats["unresolved"] += 1
         return
@@ -471,8 +470,9 @@ def _value(
     for target in found:
         graph.add_edge(caller, target, (ref.path, caller.span, offset), main)
         if ops is not None:
-            ops.append((EDGE, caller, target, offset, main))
+            ops += (EDGE, caller, target[0], target[1], target[3], offset, main)
         if "a" in extra or "k" in extra:
             passed = passings.argument(target, extra, ref)
             if ops is not None:
-                ops.extend((ARGUMENT, argument) for argument in passed)
+                for argument in passed:
+                    ops += (ARGUMENT, argument)

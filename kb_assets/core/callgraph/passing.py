@@ -43,6 +43,7 @@ class Passings:
         self.calls: dict[_Key, list[tuple[Def, int, bool]]] = {}
         self.arguments: dict[_Key, list[tuple[ScopeRef, Resolved | None, frozenset[Span]]]] = {}
         self._signatures: dict[tuple[str, int], tuple[frozenset[str], tuple[str, ...]]] = {}
+        self._reads: dict[tuple[frozenset[Span], Span], frozenset[Span]] = {}
 
     def parameter_call(self, param: Param, caller: Def, offset: int, main: bool) -> None:
         """``caller`` calls parameter ``param`` at line offset ``offset`` of its span."""
@@ -59,16 +60,25 @@ class Passings:
         added: list[Argument] = []
         for i, arg in enumerate(extra.get("a", [])):
             if arg is not None and i + shift < len(positional):
-                read = read or via | {self.ev.scopes.span(ref)}
+                read = read or self._read(via, ref)
                 key = (callee.path, callee.scope, positional[i + shift])
                 added.append((key, ref, self._value(ref, str(arg)), read))
         for name, arg in sorted(extra.get("k", {}).items()):
             if name in params:
-                read = read or via | {self.ev.scopes.span(ref)}
+                read = read or self._read(via, ref)
                 added.append(((callee.path, callee.scope, name), ref, self._value(ref, str(arg)), read))
         for found in added:
             self.add(found)
         return added
+
+    def _read(self, via: frozenset[Span], ref: ScopeRef) -> frozenset[Span]:
+        """What passing an argument from ``ref`` read: the call's spans and the scope's own, one
+        shared set per distinct pair (these sets are kept in the logs of ``kb watch``)."""
+        key = (via, self.ev.scopes.span(ref))
+        found = self._reads.get(key)
+        if found is None:
+            found = self._reads[key] = via | {key[1]}
+        return found
 
     def _params(self, path: str, scope: int) -> tuple[frozenset[str], tuple[str, ...]]:
         """A function's parameter names, and those that can be passed by position (cached per

@@ -33,12 +33,17 @@ if TYPE_CHECKING:
     from kb_assets.core.callgraph.passing import Passings
 
 NODE, EDGE, EXTERNAL, PARAMETER_CALL, ARGUMENT = range(5)
-"""The kinds of effect a log records (the first item of each ``Op``)."""
+"""The kinds of effect a log records. A log is one flat list, each effect its kind followed by
+its fields (no tuple per effect: Django's logs hold ~260k of them):
 
-Op = tuple[object, ...]
-"""One effect: (NODE, caller), (EDGE, caller, target, line offset, main), (EXTERNAL, caller dotted,
-site),
-(PARAMETER_CALL, param, caller, offset, main) or (ARGUMENT, evaluated argument)."""
+* NODE, caller
+* EDGE, caller, callee, forms, via, line offset, main
+* EXTERNAL, caller dotted, ExternalSite
+* PARAMETER_CALL, param, caller, line offset, main
+* ARGUMENT, evaluated argument (``passing.Argument``)
+"""
+
+_WIDTH = {NODE: 2, EDGE: 7, EXTERNAL: 3, PARAMETER_CALL: 5, ARGUMENT: 2}
 
 StarNames = dict[str, tuple[tuple[str, int, str | None], ...]]
 """Per module with a star import: its namespace as (name, binding span, star target)."""
@@ -50,7 +55,7 @@ class FileLog:
     __slots__ = ("ops", "reads", "stats")
 
     def __init__(self) -> None:
-        self.ops: list[Op] = []
+        self.ops: list[object] = []
         self.stats: Counter[str] = Counter()
         self.reads = 0
 
@@ -109,7 +114,15 @@ def stale(previous: Resolutions, program: Program, ev: Evaluator) -> set[str] | 
 
 def callers(logs: Iterable[FileLog]) -> set[str]:
     """The dotted callers whose scopes these logs resolved."""
-    return {op[1].dotted for log in logs for op in log.ops if op[0] == NODE}  # type: ignore[attr-defined]
+    found: set[str] = set()
+    for log in logs:
+        ops, i = log.ops, 0
+        while i < len(ops):
+            kind = ops[i]
+            if kind == NODE:
+                found.add(ops[i + 1].dotted)  # type: ignore[attr-defined]
+            i += _WIDTH[kind]  # type: ignore[index]
+    return found
 
 
 def star_names(table: SymbolTable) -> StarNames:
@@ -131,20 +144,28 @@ def _paths(program: Program, modules: Iterable[str]) -> list[str]:
 
 def replay(graph: CallGraph, passings: Passings, log: FileLog) -> FileLog:
     """Apply a file's recorded effects to ``graph`` and ``passings`` as resolving it did; the log."""
-    edges_add, nodes, externals = graph.add_edge, graph.nodes, graph.externals
-    for op in log.ops:
-        kind = op[0]
+    add_edge, nodes, externals = graph.add_edge, graph.nodes, graph.externals
+    ops, i, end = log.ops, 0, len(log.ops)
+    while i < end:
+        kind = ops[i]
         if kind == EDGE:
-            caller = op[1]
-            site = (caller.path, caller.span, op[3])  # type: ignore[attr-defined]
-            edges_add(caller, op[2], site, op[4])  # type: ignore[arg-type]
+            caller = ops[i + 1]
+            target = (ops[i + 2], ops[i + 3], 0, ops[i + 4])
+            site = (caller.path, caller.span, ops[i + 5])  # type: ignore[attr-defined]
+            add_edge(caller, target, site, ops[i + 6])  # type: ignore[arg-type]
+            i += 7
         elif kind == NODE:
-            nodes.setdefault(op[1].dotted, op[1])  # type: ignore[arg-type, attr-defined]
+            caller = ops[i + 1]
+            nodes.setdefault(caller.dotted, caller)  # type: ignore[attr-defined, arg-type]
+            i += 2
         elif kind == EXTERNAL:
-            externals.setdefault(op[1], []).append(op[2])  # type: ignore[arg-type]
+            externals.setdefault(ops[i + 1], []).append(ops[i + 2])  # type: ignore[arg-type]
+            i += 3
         elif kind == PARAMETER_CALL:
-            passings.parameter_call(op[1], op[2], op[3], op[4])  # type: ignore[arg-type]
+            passings.parameter_call(ops[i + 1], ops[i + 2], ops[i + 3], ops[i + 4])  # type: ignore[arg-type]
+            i += 5
         else:
-            passings.add(op[1])  # type: ignore[arg-type]
+            passings.add(ops[i + 1])  # type: ignore[arg-type]
+            i += 2
     graph.stats.update(log.stats)
     return log
