@@ -21,7 +21,7 @@ from kb_assets.core.callgraph import graph as graph_module
 from kb_assets.core.callgraph import parts
 from kb_assets.core.callgraph.graph import CallGraph
 from kb_assets.core.callgraph.index import Scopes
-from kb_assets.core.callgraph.resolutions import FileLog
+from kb_assets.core.callgraph.resolutions import FileLog, Resolutions
 from kb_assets.core.extractors.calls import edge_drafts
 from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.program import Program
@@ -120,6 +120,34 @@ def test_parts_give_the_one_pass_graph() -> None:
         assert same_ids, (name, cut, n)
     own = [n for name, _, n, *_ in results if name == "own"]
     assert own[0] > 100  # real code, not a toy
+
+
+def _logs(resolutions: Resolutions | None) -> Any:
+    assert resolutions is not None
+    return sorted(
+        (path, log.ops, sorted(log.stats.items()), log.reads) for path, log in resolutions.logs.items()
+    )
+
+
+def _compare_kept() -> list[tuple[str, int, bool, bool]]:
+    """In a spawned process: for each program and a cut in the middle, (program, cut, whether a
+    copy helped, resolutions kept equal to one pass's: every file's log, counts and read set)."""
+    out = []
+    for name, program in _programs().items():
+        n = len(list(Scopes(program).refs()))
+        with graph_module.paused_gc():
+            whole = graph_module._build(program, cut=n, keep=True)
+            split = graph_module._build(program, cut=n // 2, keep=True)
+        out.append((name, n // 2, split.helped, _logs(split.resolutions) == _logs(whole.resolutions)))
+    return out
+
+
+def test_parts_keep_the_one_pass_resolutions() -> None:
+    """What a build keeps for the next commit (``resolutions``) is the same whether a copy
+    resolved part of it: the copy's logs and read sets come back whole."""
+    for name, cut, helped, same in run_spawned(_compare_kept):
+        assert helped, (name, cut)
+        assert same, (name, cut)
 
 
 def test_a_failing_copy_is_redone_here() -> None:
