@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 import pytest
 
+from kb_assets.core.callgraph import resolutions
 from kb_assets.core.callgraph.graph import CallGraph, Edge, _build
 from kb_assets.core.callgraph.resolutions import Resolutions
 from kb_assets.core.program import Program
@@ -201,3 +202,13 @@ def test_edits_of_real_code_give_the_full_graph() -> None:
         previous = graph.resolutions
         resolved.append(graph.resolved)
     assert sorted(resolved)[len(resolved) // 2] < len(files) / 2
+
+
+def test_most_of_a_big_program_stale_resolves_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the files to resolve again hold most of a program's call sites (here: any program
+    counts as big), a full build does it: on a big program both cores share that."""
+    monkeypatch.setattr(resolutions, "SHARE_MIN_SITES", 0)
+    base = _program(BASE, 1)
+    kept = _kept(base)
+    assert _same_as_full(_program({**BASE, **EDITS["unrelated body"]}, 2), kept).resolved == 1
+    assert _same_as_full(_program({**BASE, **EDITS["result changes class"]}, 3), kept).resolved is None

@@ -217,7 +217,7 @@ def kept_resolutions() -> Iterator[None]:
 def build(program: Program) -> CallGraph:
     """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``);
     from the last build's resolutions when this process keeps them."""
-    global _kept  # noqa: PLW0603 - see ``keep_resolutions``
+    global _kept  # noqa: PLW0603 - see ``kept_resolutions``
     previous, _kept = _kept, None  # never two commits' resolutions at once
     with paused_gc():
         graph = _build(program, previous=previous, keep=_keeping)

@@ -14,7 +14,8 @@ read without any one file being marked: the set of files and the module map (a f
 removed or renamed changes what names resolve to anywhere: everything is resolved again), and
 the namespaces that star imports fill from other modules (a module's ``from m import *`` binds
 whatever ``m`` exposes now: a module whose star-imported names changed counts as changed). The
-copy a reproducibility check resolves (same commit) is always resolved afresh.
+copy a reproducibility check resolves (same commit) is always resolved afresh, and so is a big
+program whose files to resolve again hold most of its call sites (``STALE_SHARE``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kb_assets.core.callgraph.parts import SHARE_MIN_SITES
 from kb_assets.core.program import Program
 from kb_assets.core.symbols.table import SymbolTable
 
@@ -44,6 +46,10 @@ its fields (no tuple per effect: Django's logs hold ~260k of them):
 """
 
 _WIDTH = {NODE: 2, EDGE: 7, EXTERNAL: 3, PARAMETER_CALL: 5, ARGUMENT: 2}
+
+STALE_SHARE = 0.5
+"""Above this share of the call sites to resolve again, a full build (both cores) is as fast as
+resolving them in one process and replaying the rest: everything is resolved."""
 
 StarNames = dict[str, tuple[tuple[str, int, str | None], ...]]
 """Per module with a star import: its namespace as (name, binding span, star target)."""
@@ -109,7 +115,16 @@ def stale(previous: Resolutions, program: Program, ev: Evaluator) -> set[str] | 
     dirty = ev.reads.of(changed) | ev.reads.of(_paths(program, moved))
     out = set(changed) & previous.logs.keys()
     out.update(path for path, log in previous.logs.items() if log.reads & dirty)
-    return out
+    return out if not _most_sites(ev, out) else None
+
+
+def _most_sites(ev: Evaluator, paths: set[str]) -> bool:
+    """Whether files to resolve again hold more than ``STALE_SHARE`` of a program's call sites,
+    on a program big enough for a forked copy to share a full build (``parts``)."""
+    records = ev.scopes.records
+    sites = {path: sum(len(rec.get("calls", ())) for rec in recs) for path, recs in records.items()}
+    total = sum(sites.values())
+    return total >= SHARE_MIN_SITES and sum(sites[path] for path in paths) > STALE_SHARE * total
 
 
 def callers(logs: Iterable[FileLog]) -> set[str]:
