@@ -19,11 +19,11 @@ from collections.abc import Mapping
 import pytest
 
 from kb_assets.core.callgraph import resolutions
-from kb_assets.core.callgraph.graph import CallGraph, Edge, _build
+from kb_assets.core.callgraph.graph import CallGraph, _build
 from kb_assets.core.callgraph.resolutions import Resolutions
 from kb_assets.core.program import Program
 from tests.programs import program_from_files
-from tests.test_call_graph_parts import _ids, _shape, own_code
+from tests.test_call_graph_parts import _ids, _shape, edge_fields, own_code
 
 NO_COPY = 10**9
 """A cut past every scope: these builds run in this process (the test process may have threads)."""
@@ -113,21 +113,8 @@ def _same_as_full(program: Program, previous: Resolutions) -> CallGraph:
         for key, edge in incremental.edges.items():
             if key not in incremental.changed:
                 assert key in before.edges, key
-                assert _edge(edge) == _edge(before.edges[key]), key
+                assert edge_fields(edge) == edge_fields(before.edges[key]), key
     return incremental
-
-
-def _edge(edge: Edge) -> tuple[object, ...]:
-    return (
-        edge.caller,
-        edge.callee,
-        edge.callee_spans,
-        edge.forms,
-        edge.offsets,
-        edge.others,
-        edge.main,
-        edge.via,
-    )
 
 
 @pytest.mark.parametrize("name", sorted(EDITS))

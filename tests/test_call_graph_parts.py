@@ -19,7 +19,7 @@ from typing import Any
 from kb_assets.core import forked
 from kb_assets.core.callgraph import graph as graph_module
 from kb_assets.core.callgraph import parts
-from kb_assets.core.callgraph.graph import CallGraph
+from kb_assets.core.callgraph.graph import CallGraph, Edge
 from kb_assets.core.callgraph.index import Scopes
 from kb_assets.core.callgraph.resolutions import FileLog, Resolutions
 from kb_assets.core.extractors.calls import edge_drafts
@@ -58,22 +58,15 @@ def own_code() -> dict[str, str]:
     return own
 
 
+def edge_fields(edge: Edge) -> tuple[object, ...]:
+    """Every field of an edge that anything reads."""
+    fields = (edge.caller, edge.callee, edge.callee_spans, edge.forms, edge.offsets, edge.others, edge.main)
+    return (*fields, sorted(edge.via))
+
+
 def _shape(graph: CallGraph) -> Any:
     """Every field of the graph that anything reads, in order."""
-    edges = [
-        (
-            key,
-            edge.caller,
-            edge.callee,
-            edge.callee_spans,
-            edge.forms,
-            edge.offsets,
-            edge.others,
-            edge.main,
-            sorted(edge.via),
-        )
-        for key, edge in graph.edges.items()
-    ]
+    edges = [(key, *edge_fields(edge)) for key, edge in graph.edges.items()]
     return (
         edges,
         list(graph.externals.items()),
