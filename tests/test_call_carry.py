@@ -218,10 +218,14 @@ def test_kb_watch_carries_edges_and_publishes_the_cold_ids(
     assert watched.code == 0, watched.stderr
     for sha in shas:
         assert _published_calls(kb_env, repo, sha) == _cold_from_store(repo, sha)
-    reused = _reused(repo)
+    reused = _metadata(repo, "reused")
     assert reused[shas[1]] == 0  # the watch's first commit: no file, nothing kept yet
     assert all(isinstance(n, int) and n > 0 for n in (reused[sha] for sha in shas[2:])), reused
     assert path.is_file()
+    # From its second commit on, the watch's call graph replays the files a change cannot reach.
+    resolved = _metadata(repo, "files_resolved_again")
+    assert shas[1] not in resolved  # resolved in full: nothing kept yet
+    assert all(0 < resolved[sha] < len(V1) for sha in shas[2:]), resolved  # type: ignore[operator]
 
 
 def test_ids_the_store_lacks_are_drafted_again(
@@ -248,14 +252,15 @@ def test_ids_the_store_lacks_are_drafted_again(
     assert set(result.artifact_ids) == _published_calls(kb_env, repo, shas[-1])
 
 
-def _reused(repo: Path) -> dict[str | None, object]:
-    """The call-edge materializations' ``reused`` metadata, by commit."""
+def _metadata(repo: Path, key: str) -> dict[str | None, object]:
+    """One metadata value of the call-edge materializations that have it, by commit."""
     settings = load_settings()
     instance = open_instance(settings, open_store(settings, GitRepo.open(repo).key()))
     records = instance.fetch_materializations(dg.AssetKey("call_edges"), limit=50).records
     return {
-        r.partition_key: r.asset_materialization.metadata["reused"].value  # type: ignore[union-attr]
+        r.partition_key: r.asset_materialization.metadata[key].value  # type: ignore[union-attr]
         for r in records
+        if key in r.asset_materialization.metadata  # type: ignore[union-attr]
     }
 
 
@@ -283,6 +288,6 @@ def test_kb_index_carries_edges_through_its_file(
     assert kb_env.kb("index", repo, "--sha", shas[4]).code == 0
     for sha in shas:
         assert _published_calls(kb_env, repo, sha) == _cold_from_store(repo, sha)
-    reused = _reused(repo)
+    reused = _metadata(repo, "reused")
     assert [reused[sha] for sha in (shas[0], shas[2], shas[3])] == [0, 0, 0]
     assert all(isinstance(n, int) and n > 0 for n in (reused[shas[1]], reused[shas[4]])), reused

@@ -4,7 +4,6 @@ Each asset's ``code_version`` is its extractor's version and its data version is
 the artifact ids it produced, so the lineage graph shows exactly what an upgrade made stale.
 """
 
-from collections import Counter
 from pathlib import Path
 
 import dagster as dg
@@ -37,15 +36,8 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         )
         carry = carry_file(Path(kb.kb_home), kb.git().key())
         result = extract_commit(kb.engine(), program, extractor, carry_file=carry)
-        gap_reasons = Counter(g.reason for g in result.gaps)
         return dg.MaterializeResult(
-            metadata={
-                "artifacts": len(result.artifact_ids),
-                "reused": result.reused,
-                "gaps": len(result.gaps),
-                "gap_reasons": dict(sorted(gap_reasons.items())),
-            },
-            data_version=dg.DataVersion(result.data_version),
+            metadata=result.metadata(), data_version=dg.DataVersion(result.data_version)
         )
 
     return _asset

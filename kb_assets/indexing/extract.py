@@ -7,6 +7,7 @@ commit's knowledge is the staged entry, published atomically later by the snapsh
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,11 +61,27 @@ class StagedResult:
     gaps: tuple[Gap, ...]
     reused: int = 0
     """How many of the ids were carried from a previous commit (``carries``)."""
+    resolved_again: int | None = None
+    """Call edges under ``kb watch``: the files whose call sites were resolved again (the rest
+    replayed from the last commit's resolutions); None when every file was resolved."""
 
     @property
     def data_version(self) -> str:
         """Digest of the artifact ids: Dagster's data version for this asset partition."""
         return ids_digest(self.artifact_ids)
+
+    def metadata(self) -> dict[str, int | dict[str, int]]:
+        """What the asset's materialization shows: counts, gap reasons and, when the call graph
+        was built incrementally, how many files it resolved again."""
+        found: dict[str, int | dict[str, int]] = {
+            "artifacts": len(self.artifact_ids),
+            "reused": self.reused,
+            "gaps": len(self.gaps),
+            "gap_reasons": dict(sorted(Counter(g.reason for g in self.gaps).items())),
+        }
+        if self.resolved_again is not None:
+            found["files_resolved_again"] = self.resolved_again
+        return found
 
 
 def extract_commit(
@@ -84,7 +101,7 @@ def extract_commit(
     not (a carry made on another store), every edge is drafted again.
     """
     carry = open_carry(extractor, carry_file)
-    extraction, reused = _extraction(engine, program, extractor, carry)
+    extraction, reused, resolved = _extraction(engine, program, extractor, carry)
     drafts: list[Draft | None] = list(extraction.drafts)
     gaps = extraction.gaps
     del extraction  # the drafts are now only in ``drafts``, which hands each over once
@@ -98,21 +115,24 @@ def extract_commit(
     if carry is not None:
         carry.remember(program, ids[:drafted])
         keep_carry(carry, carry_file)
-    return StagedResult(artifact_ids=tuple(sorted(ids)), gaps=gaps, reused=len(reused))
+    return StagedResult(
+        artifact_ids=tuple(sorted(ids)), gaps=gaps, reused=len(reused), resolved_again=resolved
+    )
 
 
 def _extraction(
     engine: Engine, program: Program, extractor: Extractor, carry: EdgeCarry | None
-) -> tuple[Extraction, tuple[str, ...]]:
-    """The extraction to store, and the ids it reuses (only from a carry whose ids are stored)."""
+) -> tuple[Extraction, tuple[str, ...], int | None]:
+    """The extraction to store, the ids it reuses (only from a carry whose ids are stored) and
+    the files its call graph resolved again (``Carried.resolved``)."""
     if carry is None:
-        return extractor.resolve(program), ()
+        return extractor.resolve(program), (), None
     carried = carry.resolve(program)
     if not carried.reused:
-        return carried.extraction, ()
+        return carried.extraction, (), carried.resolved
     with engine.begin() as conn:
         stored = bulk.stored_keys(conn, "artifact", "artifact_id", carried.reused)
     if len(stored) == len(set(carried.reused)):
-        return carried.extraction, carried.reused
+        return carried.extraction, carried.reused, carried.resolved
     carry.forget()
-    return carry.resolve(program).extraction, ()
+    return carry.resolve(program).extraction, (), carried.resolved

@@ -69,6 +69,9 @@ class Carried:
     extraction: Extraction
     reused: tuple[str, ...]
     """Artifact ids of the edges unchanged since the remembered commit."""
+    resolved: int | None = None
+    """Files whose scopes the call graph resolved again from the last commit's resolutions
+    (``CallGraph.resolved``; None: every file was resolved)."""
 
 
 SIGNATURE_BYTES = 16
@@ -139,7 +142,7 @@ class EdgeCarry:
             drafts = edge_drafts(program, graph, fresh)
         self._pending = pending
         reused = tuple(found for found in pending.reused if found is not None)
-        return Carried(Extraction(drafts=drafts, gaps=tuple(graph.gaps)), reused)
+        return Carried(Extraction(drafts=drafts, gaps=tuple(graph.gaps)), reused, graph.resolved)
 
     def remember(self, program: Program, drafted: Sequence[str]) -> None:
         """The commit's edges are staged: remember them for the next commit. ``drafted``: the ids
