@@ -6,7 +6,13 @@
   sample that reproduces is evidence that the incremental snapshot is the full one.
 * ``invalidation_report``: between a commit and its base, for every unit present in both, its id
   changed exactly when its grounding (span ids, paths, roles) changed — no over-invalidation, no
-  stale survivor. A kind whose extractor version changed is reported as wholly invalidated.
+  stale survivor. A kind whose extractor version changed is reported as wholly invalidated. One
+  change of content is not one of grounding and still re-identifies: sites placed inside an
+  unchanged span by line offsets (a call edge's call sites, a process path's sink sites) move
+  when lines inside that span do — a comment or a docstring grows, which span ids ignore — so
+  their ``lines`` change. A unit re-identified with unchanged grounding passes only when its
+  payloads differ in those position keys (``Extractor.positions``) and in nothing else; it is
+  counted as ``sites_moved``.
 """
 
 from __future__ import annotations
@@ -65,6 +71,9 @@ class InvalidationReport:
     over_invalidated: tuple[str, ...] = ()
     stale_survivors: tuple[str, ...] = ()
     version_bumped: dict[str, int] = field(default_factory=dict)
+    sites_moved: int = 0
+    """Re-identified with unchanged grounding because only their sites' positions moved inside
+    their spans (module docstring)."""
 
     @property
     def exact(self) -> bool:
@@ -76,6 +85,19 @@ def _grounding(record: ArtifactRecord) -> frozenset[tuple[str, str, str]]:
     return frozenset((g.span_id, g.path, g.role) for g in record.grounding)
 
 
+POSITIONS: dict[str, tuple[str, ...]] = {ex.kind: tuple(getattr(ex, "positions", ())) for ex in EXTRACTORS}
+"""Per kind, the payload keys that place its sites inside its grounding spans (module docstring)."""
+
+
+def _sites_moved(prior: ArtifactRecord, record: ArtifactRecord) -> bool:
+    """Whether two payloads differ in their position keys, and only there."""
+    keys = POSITIONS.get(record.kind, ())
+    if not keys or all(prior.payload.get(k) == record.payload.get(k) for k in keys):
+        return False
+    rest = [{k: v for k, v in r.payload.items() if k not in keys} for r in (prior, record)]
+    return rest[0] == rest[1]
+
+
 def invalidation_report(
     before: Sequence[ArtifactRecord], after: Sequence[ArtifactRecord]
 ) -> InvalidationReport:
@@ -84,7 +106,7 @@ def invalidation_report(
     over: list[str] = []
     stale: list[str] = []
     bumped: dict[str, int] = {}
-    compared = reidentified = 0
+    compared = reidentified = moved = 0
     for record in after:
         prior = old.get((record.kind, record.logical_key))
         if prior is None:
@@ -96,11 +118,15 @@ def invalidation_report(
         same_grounding = _grounding(prior) == _grounding(record)
         same_id = prior.artifact_id == record.artifact_id
         reidentified += not same_id
-        if same_grounding and not same_id:
+        if same_grounding and not same_id and _sites_moved(prior, record):
+            moved += 1
+        elif same_grounding and not same_id:
             over.append(f"{record.kind} {record.logical_key}: new id with unchanged grounding")
         elif same_id and (not same_grounding or prior.payload != record.payload):
             stale.append(f"{record.kind} {record.logical_key}: same id with different grounding or payload")
-    return InvalidationReport(compared, reidentified, tuple(sorted(over)), tuple(sorted(stale)), bumped)
+    return InvalidationReport(
+        compared, reidentified, tuple(sorted(over)), tuple(sorted(stale)), bumped, moved
+    )
 
 
 def invalidation_against_base(engine: Engine, sha: str) -> tuple[str | None, InvalidationReport]:
@@ -120,5 +146,5 @@ def invalidation_against_base(engine: Engine, sha: str) -> tuple[str | None, Inv
         new = reads.records_by_id(conn, sha, [m[1] for m in moved])
     detail = invalidation_report(list(old.values()), list(new.values()))
     return base, InvalidationReport(
-        compared, len(moved), detail.over_invalidated, detail.stale_survivors, bumped
+        compared, len(moved), detail.over_invalidated, detail.stale_survivors, bumped, detail.sites_moved
     )

@@ -105,6 +105,7 @@ def invalidation_exact(h: Handles, sha: str) -> Verdict:
         "base": against or "none",
         "compared": report.compared,
         "reidentified": report.reidentified,
+        "sites_moved": report.sites_moved,
         "version_bumped": dict(report.version_bumped),
     }
     return Verdict(report.exact, [*report.over_invalidated, *report.stale_survivors], figures)

@@ -20,8 +20,9 @@ from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
 from kb_resources.store.engine import open_store
+from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine
 from tests.conftest import PgTestServer
-from tests.gitfixtures import build_repo
+from tests.gitfixtures import build_repo, commit_tree, init_repo
 from tests.kbfixtures import KbEnv
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -146,3 +147,60 @@ def test_extractor_version_bump_invalidates_all_its_artifacts(
     assert before.keys() == after.keys()
     for key, aid in before.items():
         assert (after[key] != aid) == (key[0] == "import_edge"), key
+
+
+CALLER = 'def helper():\n    return 1\n\n\ndef run():\n    """Run it."""\n    helper()\n'
+GROWN = CALLER.replace('"""Run it."""', '"""Run it.\n\n    At length.\n    """\n    # and a comment')
+
+
+def test_call_sites_moved_inside_an_unchanged_span_pass_the_gate(kb_env: KbEnv, tmp_path: Path) -> None:
+    """A docstring that grows and a comment added above a call keep the caller's span id (both are
+    outside the fingerprint) but move the call site's line: the call edge gets a new id (its
+    ``lines`` changed), and the invalidation check counts it as sites moved, not as
+    over-invalidation; the exported line follows the code."""
+    repo = init_repo(tmp_path / "moved")
+    shas = [
+        commit_tree(repo, {"pkg/__init__.py": "", "pkg/mod.py": text}, str(n))
+        for n, text in enumerate((CALLER, GROWN))
+    ]
+    _index_all(kb_env, repo, shas)
+    edge = "call:pkg.mod.run->pkg.mod.helper"
+    before, after = (
+        {r["logical_key"]: r for r in kb_env.kb("export", repo, "--sha", sha, "--kind", "call_edge").jsonl()}
+        for sha in shas
+    )
+    assert before[edge]["artifact_id"] != after[edge]["artifact_id"]
+    assert [g["span_id"] for g in before[edge]["grounding"]] == [
+        g["span_id"] for g in after[edge]["grounding"]
+    ]
+    assert (before[edge]["payload"]["lines"], after[edge]["payload"]["lines"]) == ([7], [11])
+    with open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()) as store:
+        base, report = invalidation_against_base(store.engine, shas[1])
+    assert base == shas[0]
+    assert report.exact, report.over_invalidated
+    assert report.sites_moved == 1
+
+
+def _record(payload: dict[str, Any], artifact_id: str) -> ArtifactRecord:
+    grounding = (GroundingLine("a" * 64, "pkg/mod.py", "caller", 5, 7),)
+    return ArtifactRecord(
+        artifact_id, "call_edge", "call:a->b", "calls", "2", "deterministic", 1.0, payload, grounding
+    )
+
+
+@pytest.mark.parametrize(
+    ("after", "over"),
+    [
+        ({"forms": ["direct"], "site_offsets": {"s": [4]}}, False),  # only the sites moved
+        ({"forms": ["import"], "site_offsets": {"s": [4]}}, True),  # and the forms changed
+        ({"forms": ["import"], "site_offsets": {"s": [2]}}, True),  # the forms alone changed
+    ],
+    ids=["sites-moved", "sites-and-forms", "forms"],
+)
+def test_only_moved_positions_explain_a_new_id(after: dict[str, Any], over: bool) -> None:
+    """With unchanged grounding, a new id is explained only by a change of the position keys."""
+    report = invalidation_report(
+        [_record({"forms": ["direct"], "site_offsets": {"s": [2]}}, "1" * 64)], [_record(after, "2" * 64)]
+    )
+    assert bool(report.over_invalidated) == over
+    assert report.sites_moved == (not over)

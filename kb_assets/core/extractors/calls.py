@@ -42,6 +42,9 @@ class CallsExtractor:
     kind = "call_edge"
     asset_name = "call_edges"
     description = "Call graph: resolved first-party caller -> callee pairs with every call-site line."
+    positions = ("site_offsets",)
+    """Payload keys that place the edge's sites inside its grounding spans (line offsets from a
+    span's first line): they move when lines inside an unchanged span do (``kb_gates.history``)."""
 
     def collect(self, source: ParsedSource) -> JSON:
         """Call sites and local bindings of every scope of one blob."""

@@ -45,6 +45,9 @@ class ProcessPathsExtractor:
         "Shortest call chains from entry points (routes, events, CLI) to sinks (DB, HTTP, files, ...)."
     )
     upstream = ("call_edges", "api_routes", "event_handlers")
+    positions = ("sink_offsets",)
+    """Payload keys that place the path's sink sites inside its grounding spans (line offsets from
+    a span's first line): they move when lines inside an unchanged span do (``kb_gates.history``)."""
 
     def collect(self, source: ParsedSource) -> JSON:
         """Nothing of its own: the call graph's facts are all it needs."""
