@@ -259,27 +259,28 @@ def _build(
     ``cut`` defaults to ``parts.split``'s). ``keep``: record the resolutions for the next build."""
     graph, passings = _empty(program, tracking=keep)
     scopes = graph.evaluator.scopes
-    stale = resolutions.stale(previous, program, graph.evaluator) if previous is not None else None
-    logs: dict[str, FileLog] = {}
-    if stale is None or previous is None:
-        _resolve_all(graph, passings, cut, logs if keep else None)
+    stars = resolutions.star_names(graph.evaluator.table) if keep else {}
+    stale = resolutions.stale(previous, program, graph.evaluator, stars) if previous is not None else None
+    logs: dict[str, FileLog] | None = {} if keep else None
+    if stale is None or previous is None or logs is None:
+        _resolve_all(graph, passings, cut, logs)
     else:
         for path in sorted(scopes.records):
             if path in stale:
-                _resolve(graph, passings, list(scopes.file_refs(path)), logs)
+                _resolve(graph.evaluator, passings, list(scopes.file_refs(path)), graph, logs)
             else:
                 logs[path] = replay(graph, passings, previous.logs[path])
         graph.resolved, graph.since = len(stale), previous.sha
     passed = passings.resolve(graph)
-    if stale is not None and previous is not None:
+    if stale is not None and previous is not None and logs is not None:
         callers = resolutions.callers(logs[path] for path in stale) | resolutions.callers(
             previous.logs[path] for path in stale
         )
         graph.changed = {key for key in graph.edges if key[0] in callers} | passed | previous.passed
     graph.evaluator.release()
     graph._spans.clear()
-    if keep:
-        graph.resolutions = resolutions.record(program, graph.evaluator, logs, passed)
+    if logs is not None:
+        graph.resolutions = resolutions.record(program, stars, logs, passed)
     for path in sorted(scopes.files):
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))
@@ -291,16 +292,16 @@ def _resolve_all(
 ) -> None:
     """Resolve every scope: those before ``cut`` here, the rest in a forked copy when one can be
     made (its logs replayed after this process's scopes); each file's log into ``logs`` if given."""
-    scopes = graph.evaluator.scopes
-    refs = list(scopes.refs())
-    cut = parts.split(scopes, refs) if cut is None else cut
+    ev = graph.evaluator
+    refs = list(ev.scopes.refs())
+    cut = parts.split(ev.scopes, refs) if cut is None else cut
     tracking = logs is not None
-    helper = fork(partial(resolve_part, scopes.program, refs[cut:], tracking)) if cut < len(refs) else None
+    helper = fork(partial(resolve_part, ev.scopes.program, refs[cut:], tracking)) if cut < len(refs) else None
     with helper if helper is not None else nullcontext():
-        _resolve(graph, passings, refs[:cut], logs)
+        _resolve(ev, passings, refs[:cut], graph, logs)
         part = helper.result() if helper is not None else None
     if part is None:
-        _resolve(graph, passings, refs[cut:], logs)
+        _resolve(ev, passings, refs[cut:], graph, logs)
         return
     graph.helped = True
     for path, log in part.items():
@@ -325,66 +326,55 @@ def _empty(program: Program, *, tracking: bool = False) -> tuple[CallGraph, Pass
 
 def resolve_part(program: Program, refs: Sequence[ScopeRef], tracking: bool) -> dict[str, FileLog]:
     """Resolve ``refs`` with a fresh evaluator (in a forked copy: ``_build``) and hand back each
-    file's log, for the parent to replay after its own scopes."""
+    file's log, for the parent to replay after its own scopes (the copy builds no graph)."""
     graph, passings = _empty(program, tracking=tracking)
-    return _resolve(graph, passings, refs, {})
-
-
-def _resolve(
-    graph: CallGraph, passings: Passings, refs: Sequence[ScopeRef], logs: dict[str, FileLog] | None
-) -> dict[str, FileLog]:
-    """Resolve ``refs`` (in path order) into ``graph``; with ``logs``, also what each file's scopes
-    did and read into its log there (continuing a log already there)."""
-    if logs is None:
-        for ref in refs:
-            resolve_scope(graph, passings, ref)
-        return {}
-    reads = graph.evaluator.reads
-    for path, group in groupby(refs, key=lambda ref: ref.path):
-        log = logs.get(path) or logs.setdefault(path, FileLog())
-        counts: Counter[str] = Counter()
-        reads.bits = 0
-        for ref in group:
-            resolve_scope(graph, passings, ref, log.ops, counts)
-        log.reads |= reads.bits
-        log.stats.update(counts)
-        graph.stats.update(counts)
+    logs: dict[str, FileLog] = {}
+    _resolve(graph.evaluator, passings, refs, None, logs)
     return logs
 
 
-def resolve_scope(
-    graph: CallGraph,
+def _resolve(
+    ev: Evaluator,
     passings: Passings,
-    ref: ScopeRef,
-    ops: list[object] | None = None,
-    stats: Counter[str] | None = None,
-) -> int:
-    """Resolve every call site of one scope into ``graph`` (what it did appended to ``ops``, its
-    counts into ``stats``, else the graph's); the number of sites."""
-    scopes = graph.evaluator.scopes
-    caller = scopes.defn(ref)
-    graph.nodes.setdefault(caller.dotted, caller)
-    if ops is not None:
-        ops += (NODE, caller)
-    counts = stats if stats is not None else graph.stats
-    sites = scopes.record(ref).get("calls", [])
+    refs: Sequence[ScopeRef],
+    graph: CallGraph | None,
+    logs: dict[str, FileLog] | None,
+) -> None:
+    """Resolve ``refs`` (in path order) file by file: each file's scopes write its log (what they
+    did and read), which is then replayed into ``graph`` when given and kept in ``logs`` when
+    given (continuing a log already there). Resolution never writes the graph itself, so a graph
+    is the replay of its files' logs by construction, whether they were resolved now or kept."""
+    reads = ev.reads
+    for path, group in groupby(refs, key=lambda ref: ref.path):
+        log = FileLog()
+        reads.bits = 0
+        for ref in group:
+            resolve_scope(ev, passings, ref, log)
+        log.reads = reads.bits
+        if graph is not None:
+            replay(graph, passings, log)
+        if logs is not None and path in logs:
+            logs[path].extend(log)
+        elif logs is not None:
+            logs[path] = log
+
+
+def resolve_scope(ev: Evaluator, passings: Passings, ref: ScopeRef, log: FileLog) -> int:
+    """Resolve every call site of one scope into ``log``; the number of sites."""
+    caller = ev.scopes.defn(ref)
+    log.ops += (NODE, caller)
+    sites = ev.scopes.record(ref).get("calls", [])
     for site in sites:
-        _site(graph, passings, ref, caller, site, ops=ops, stats=counts)
+        _site(ev, passings, ref, caller, site, log=log)
     return len(sites)
 
 
 def _site(
-    graph: CallGraph,
-    passings: Passings,
-    ref: ScopeRef,
-    caller: Def,
-    site: list[JSON],
-    *,
-    ops: list[object] | None,
-    stats: Counter[str],
+    ev: Evaluator, passings: Passings, ref: ScopeRef, caller: Def, site: list[JSON], *, log: FileLog
 ) -> None:
     extra: Mapping[str, JSON] = site[2] if len(site) > 2 else _NO_EXTRA
-    resolved = graph.evaluator.expr(ref, site[0])
+    resolved = ev.expr(ref, site[0])
+    stats = log.stats
     stats["sites"] += 1
     if resolved is None:
         stats["unresolved"] += 1
@@ -394,26 +384,14 @@ def _site(
     if type(value) is Ext:
         stats["external"] += 1
         ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), bool(extra.get("m")))
-        graph.externals.setdefault(caller.dotted, []).append(ext)
-        if ops is not None:
-            ops += (EXTERNAL, caller.dotted, ext)
+        log.ops += (EXTERNAL, caller.dotted, ext)
         return
     if "d" in extra:
         resolved = Resolved(value, resolved.forms | FORM["decorator"], resolved.via)
     options = value.options if type(value) is Either else (value,)
     for option in options:
         alternative = resolved if option is value else Resolved(option, resolved.forms, resolved.via)
-        _value(
-            graph,
-            passings,
-            alternative,
-            ref=ref,
-            caller=caller,
-            offset=offset,
-            extra=extra,
-            ops=ops,
-            stats=stats,
-        )
+        _value(ev, passings, alternative, ref=ref, caller=caller, offset=offset, extra=extra, log=log)
 
 
 _NO_EXTRA: Mapping[str, JSON] = {}
@@ -436,7 +414,7 @@ def _encloses(scopes: Scopes, param: Param, ref: ScopeRef) -> bool:
 
 
 def _value(
-    graph: CallGraph,
+    ev: Evaluator,
     passings: Passings,
     resolved: Resolved,
     *,
@@ -444,35 +422,27 @@ def _value(
     caller: Def,
     offset: int,
     extra: Mapping[str, JSON],
-    ops: list[object] | None,
-    stats: Counter[str],
+    log: FileLog,
 ) -> None:
     """Record what calling one (alternative) value of a site's callee does."""
     value, main = resolved.value, bool(extra.get("m"))
+    stats, ops = log.stats, log.ops
     if type(value) is Ext:
         stats["external"] += 1
         ext = ExternalSite(value.name, ref.path, caller.span, offset, extra.get("mode"), main)
-        graph.externals.setdefault(caller.dotted, []).append(ext)
-        if ops is not None:
-            ops += (EXTERNAL, caller.dotted, ext)
+        ops += (EXTERNAL, caller.dotted, ext)
         return
     if type(value) is Param:
-        if _encloses(graph.evaluator.scopes, value, ref):
+        if _encloses(ev.scopes, value, ref):
             stats["parameter"] += 1
-            passings.parameter_call(value, caller, offset, main)
-            if ops is not None:
-                ops += (PARAMETER_CALL, value, caller, offset, main)
+            ops += (PARAMETER_CALL, value, caller, offset, main)
         else:
             stats["unresolved"] += 1
         return
-    found = targets(graph.evaluator, resolved)
+    found = targets(ev, resolved)
     stats["first_party" if found else "unresolved"] += 1
     for target in found:
-        graph.add_edge(caller, target, (ref.path, caller.span, offset), main)
-        if ops is not None:
-            ops += (EDGE, caller, target[0], target[1], target[3], offset, main)
+        ops += (EDGE, caller, target[0], target[1], target[3], offset, main)
         if "a" in extra or "k" in extra:
-            passed = passings.argument(target, extra, ref)
-            if ops is not None:
-                for argument in passed:
-                    ops += (ARGUMENT, argument)
+            for argument in passings.arguments_of(target, extra, ref):
+                ops += (ARGUMENT, argument)

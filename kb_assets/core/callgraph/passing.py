@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 _Key = tuple[str, int, str]
 """(path, scope index of the function, parameter name)."""
 
-Argument = tuple[_Key, ScopeRef, Resolved | None, frozenset[Span]]
-"""One argument passed into a parameter: (parameter, passing scope, its value, spans read)."""
+Argument = tuple[_Key, Resolved | None, frozenset[Span]]
+"""One argument passed into a parameter: (parameter, its value, spans read)."""
 
 _DROPPED = FORM["direct"] | FORM["closure"]
 
@@ -41,7 +41,7 @@ class Passings:
     def __init__(self, ev: Evaluator) -> None:
         self.ev = ev
         self.calls: dict[_Key, list[tuple[Def, int, bool]]] = {}
-        self.arguments: dict[_Key, list[tuple[ScopeRef, Resolved | None, frozenset[Span]]]] = {}
+        self.arguments: dict[_Key, list[tuple[Resolved | None, frozenset[Span]]]] = {}
         self._signatures: dict[tuple[str, int], tuple[frozenset[str], tuple[str, ...]]] = {}
         self._reads: dict[tuple[frozenset[Span], Span], frozenset[Span]] = {}
 
@@ -49,27 +49,27 @@ class Passings:
         """``caller`` calls parameter ``param`` at line offset ``offset`` of its span."""
         self.calls.setdefault((param.path, param.scope, param.name), []).append((caller, offset, main))
 
-    def argument(self, target: Target, extra: Mapping[str, JSON], ref: ScopeRef) -> list[Argument]:
-        """A call from scope ``ref`` that runs ``target`` passes the name arguments in ``extra``:
-        each one that meets a parameter, evaluated and added (also returned, for the file's log)."""
+    def arguments_of(self, target: Target, extra: Mapping[str, JSON], ref: ScopeRef) -> list[Argument]:
+        """What a call from scope ``ref`` that runs ``target`` passes into its parameters: each
+        name argument in ``extra`` that meets a parameter, evaluated (the file's log adds them,
+        ``add``)."""
         callee, _, shift, via = target
         if callee.scope is None or callee.kind != "function":
             return []
         params, positional = self._params(callee.path, callee.scope)
         read: frozenset[Span] | None = None
-        added: list[Argument] = []
+        found: list[Argument] = []
         for i, arg in enumerate(extra.get("a", [])):
             if arg is not None and i + shift < len(positional):
                 read = read or self._read(via, ref)
-                key = (callee.path, callee.scope, positional[i + shift])
-                added.append((key, ref, self._value(ref, str(arg)), read))
+                found.append(
+                    ((callee.path, callee.scope, positional[i + shift]), self._value(ref, str(arg)), read)
+                )
         for name, arg in sorted(extra.get("k", {}).items()):
             if name in params:
                 read = read or self._read(via, ref)
-                added.append(((callee.path, callee.scope, name), ref, self._value(ref, str(arg)), read))
-        for found in added:
-            self.add(found)
-        return added
+                found.append(((callee.path, callee.scope, name), self._value(ref, str(arg)), read))
+        return found
 
     def _read(self, via: frozenset[Span], ref: ScopeRef) -> frozenset[Span]:
         """What passing an argument from ``ref`` read: the call's spans and the scope's own, one
@@ -92,9 +92,9 @@ class Passings:
         return found
 
     def add(self, argument: Argument) -> None:
-        """Add one evaluated argument (``argument``, or a replayed log)."""
-        key, ref, value, via = argument
-        self.arguments.setdefault(key, []).append((ref, value, via))
+        """Add one evaluated argument (``arguments_of``, through a file's log)."""
+        key, value, via = argument
+        self.arguments.setdefault(key, []).append((value, via))
 
     def resolve(self, graph: CallGraph) -> set[tuple[str, str]]:
         """Add an edge from each parameter call to each function passed into that parameter,
@@ -104,7 +104,7 @@ class Passings:
         passed: dict[_Key, list[Resolved]] = {}
         forwards: dict[_Key, list[_Key]] = {}
         for key in sorted(self.arguments):
-            for _, value, via in self.arguments[key]:
+            for value, via in self.arguments[key]:
                 if value is not None and type(value.value) is Param:
                     source = (value.value.path, value.value.scope, value.value.name)
                     forwards.setdefault(source, []).append(key)

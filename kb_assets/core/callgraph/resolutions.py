@@ -87,30 +87,30 @@ class Resolutions:
 
 
 def record(
-    program: Program, ev: Evaluator, logs: Mapping[str, FileLog], passed: Iterable[tuple[str, str]]
+    program: Program, stars: StarNames, logs: Mapping[str, FileLog], passed: Iterable[tuple[str, str]]
 ) -> Resolutions:
-    """The resolutions of a build that resolved or replayed every file (``logs``), whose passed
-    functions added to the edges ``passed``."""
+    """The resolutions of a build that resolved or replayed every file (``logs``), over a symbol
+    table whose star-imported names are ``stars`` (``star_names``), whose passed functions added
+    to the edges ``passed``."""
     return Resolutions(
         sha=program.sha,
         files=tuple(sorted(program.files)),
         modules=program.module_map.paths,
         blobs={path: source.blob_id for path, source in program.files.items()},
-        stars=star_names(ev.table),
+        stars=stars,
         logs=dict(logs),
         passed=frozenset(passed),
     )
 
 
-def stale(previous: Resolutions, program: Program, ev: Evaluator) -> set[str] | None:
+def stale(previous: Resolutions, program: Program, ev: Evaluator, stars: StarNames) -> set[str] | None:
     """The files whose scopes must be resolved again (the rest replay ``previous``), or None
-    when everything must (module docstring)."""
+    when everything must (module docstring); ``stars``: ``star_names`` of ``ev``'s table."""
     if previous.sha == program.sha or previous.modules != program.module_map.paths:
         return None
     if previous.files != tuple(sorted(program.files)) or set(previous.logs) != set(ev.scopes.records):
         return None
     changed = [path for path, source in program.files.items() if previous.blobs.get(path) != source.blob_id]
-    stars = star_names(ev.table)
     moved = [m for m in stars.keys() | previous.stars.keys() if stars.get(m) != previous.stars.get(m)]
     dirty = ev.reads.of(changed) | ev.reads.of(_paths(program, moved))
     out = set(changed) & previous.logs.keys()
