@@ -266,16 +266,13 @@ class Evaluator:
 
     def lookup(self, module: str, name: str) -> Symbol | None:
         """``SymbolTable.lookup``, the modules it visited marked as read."""
-        if not self.reads.tracking:
-            return self.table.lookup(module, name)
         symbol, visited = self.table.lookup_visiting(module, name)
         self.reads.mark_modules(visited)
         return symbol
 
     def _global_name(self, module: str, name: str) -> Resolved | None:
         symbol = self.lookup(module, name)
-        if symbol is None:
-            self.reads.mark_modules((module,))
+        if symbol is None:  # the lookup marked ``module``: it visits it first
             bound = self.table.namespaces.get(module).get(name) is not None
             return Resolved(Ext(f"builtins.{name}")) if name in _BUILTINS and not bound else None
         return self.members.symbol(symbol, "import" if symbol.chain else "direct")

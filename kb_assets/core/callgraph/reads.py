@@ -32,11 +32,6 @@ class Reads:
         }
         self.bits = 0
 
-    @property
-    def tracking(self) -> bool:
-        """Whether reads are recorded at all."""
-        return bool(self.bit)
-
     def stop(self) -> None:
         """Record nothing from now on (the build that needed the read sets is over)."""
         self.bit, self.module_bit, self.bits = {}, {}, 0

@@ -83,8 +83,8 @@ class SymbolTable:
                 self.facts[view.name] = view
                 self.views[source.blob_id] = view
         self.namespaces = Namespaces(self)
-        self._memo: dict[tuple[str, str], Symbol | None] | None = None  # None while building
-        self._visiting: dict[tuple[str, str], tuple[Symbol | None, frozenset[str]]] = {}
+        self._memo: dict[tuple[str, str], tuple[Symbol | None, frozenset[str]]] | None = None
+        """(module, name) -> ``lookup_visiting``'s answer; None while the namespaces are built."""
         for module in sorted(self.facts):
             self.namespaces.get(module)
         self._memo = {}
@@ -93,20 +93,19 @@ class SymbolTable:
         """What ``name`` means at the top level of ``module`` (None: unbound or unresolvable)."""
         if self._memo is None:
             return self._lookup(module, name, set())
-        key = (module, name)
-        if key not in self._memo:
-            self._memo[key] = self._lookup(module, name, set())
-        return self._memo[key]
+        return self.lookup_visiting(module, name)[0]
 
     def lookup_visiting(self, module: str, name: str) -> tuple[Symbol | None, frozenset[str]]:
         """``lookup``, and the modules whose namespace or bindings it read: what its answer
         depends on besides the module map (the call graph's read sets, ``callgraph.reads``)."""
         key = (module, name)
-        found = self._visiting.get(key)
+        found = self._memo.get(key) if self._memo is not None else None
         if found is None:
             seen: _Seen = set()
             symbol = self._lookup(module, name, seen)
-            found = self._visiting[key] = (symbol, frozenset(m for m, _ in seen))
+            found = (symbol, frozenset(m for m, _ in seen))
+            if self._memo is not None:
+                self._memo[key] = found
         return found
 
     def resolve(self, module: str, dotted: str) -> Symbol | None:
