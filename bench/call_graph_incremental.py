@@ -47,11 +47,11 @@ def shape(built: CallGraph) -> Any:
     return edges, list(built.externals.items()), list(built.nodes.items()), sorted(built.stats.items())
 
 
-def timed(previous: Resolutions | None, program: Any) -> tuple[CallGraph, float]:
+def timed(previous: Resolutions | None, program: Any) -> tuple[CallGraph, Resolutions | None, float]:
     start = time.perf_counter()
     with graph.paused_gc():
-        built = graph._build(program, previous=previous, keep=True)
-    return built, time.perf_counter() - start
+        built, kept = graph._build(program, previous=previous, keep=True)
+    return built, kept, time.perf_counter() - start
 
 
 EDITS: tuple[tuple[str, str, str], ...] = (
@@ -118,10 +118,10 @@ def main() -> None:
         sha = repo.resolve(rev)
         program = load_program(repo, store.engine, sha, limits=ParseLimits(), workers=2)
         symbol_table(program)
-        built, took = timed(previous, program)
+        built, kept, took = timed(previous, program)
         line = f"{rev[:12]}: {len(program.files)} files"
         if previous is not None:
-            full, full_took = timed(None, program)
+            full, _, full_took = timed(None, program)
             same = shape(built) == shape(full)
             full.close()
             line += (
@@ -133,7 +133,7 @@ def main() -> None:
         print(
             line, f"(peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB)", flush=True
         )
-        previous, built.resolutions = built.resolutions, None
+        previous = kept
         built.close()
     if args.edits:
         random_edits(repo, program, previous, args.edits, args.seed)
@@ -156,8 +156,8 @@ def random_edits(
     differ = 0
     for n in range(1, count + 1):
         program, what = edited(program, rng, n)
-        built, took = timed(previous, program)
-        full, full_took = timed(None, program)
+        built, kept, took = timed(previous, program)
+        full, _, full_took = timed(None, program)
         same = shape(built) == shape(full)
         differ += not same
         resolved = "all" if built.resolved is None else built.resolved
@@ -166,7 +166,7 @@ def random_edits(
             f" graphs {'agree' if same else 'DIFFER'}",
             flush=True,
         )
-        previous, built.resolutions = built.resolutions, None
+        previous = kept
         built.close()
         full.close()
     print(f"{count} edits, {differ} with graphs that differ")

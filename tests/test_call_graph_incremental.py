@@ -94,27 +94,28 @@ def _program(files: Mapping[str, str], n: int) -> Program:
 
 
 def _kept(program: Program) -> Resolutions:
-    resolutions = _build(program, NO_COPY, keep=True).resolutions
+    _, resolutions = _build(program, NO_COPY, keep=True)
     assert resolutions is not None
     return resolutions
 
 
-def _same_as_full(program: Program, previous: Resolutions) -> CallGraph:
-    """The incremental build of ``program``, checked against a full one; and every edge outside
-    its ``changed`` keys is, field for field, an edge of the previous commit's graph (what the
-    call-edge carry relies on to take that edge's remembered signature)."""
-    incremental = _build(program, NO_COPY, previous=previous, keep=True)
-    full = _build(program, NO_COPY)
+def _same_as_full(program: Program, previous: Resolutions) -> tuple[CallGraph, Resolutions]:
+    """The incremental build of ``program`` and what it kept, checked against a full one; and
+    every edge outside its ``changed`` keys is, field for field, an edge of the previous commit's
+    graph (what the call-edge carry relies on to take that edge's remembered signature)."""
+    incremental, kept = _build(program, NO_COPY, previous=previous, keep=True)
+    full, _ = _build(program, NO_COPY)
+    assert kept is not None
     assert _shape(incremental) == _shape(full)
     assert _ids(program, incremental) == _ids(program, full)
     if incremental.since is not None:
         assert incremental.since == previous.sha
-        before = _build(_programs[previous.sha], NO_COPY)
+        before, _ = _build(_programs[previous.sha], NO_COPY)
         for key, edge in incremental.edges.items():
             if key not in incremental.changed:
                 assert key in before.edges, key
                 assert edge_fields(edge) == edge_fields(before.edges[key]), key
-    return incremental
+    return incremental, kept
 
 
 @pytest.mark.parametrize("name", sorted(EDITS))
@@ -123,7 +124,7 @@ def test_one_edit_gives_the_full_graph(name: str) -> None:
     and only files that read the edited one were resolved again."""
     base = _program(BASE, 1)
     edited = _program({**BASE, **EDITS[name]}, 2)
-    graph = _same_as_full(edited, _kept(base))
+    graph, _ = _same_as_full(edited, _kept(base))
     assert graph.resolved is not None
     assert 1 <= graph.resolved < len(edited.files)
 
@@ -132,7 +133,7 @@ def test_an_unrelated_edit_resolves_one_file() -> None:
     """A file nobody reads is the only one resolved again."""
     base = _program(BASE, 1)
     edited = _program({**BASE, **EDITS["unrelated body"]}, 2)
-    assert _same_as_full(edited, _kept(base)).resolved == 1
+    assert _same_as_full(edited, _kept(base))[0].resolved == 1
 
 
 def test_edits_in_a_row_give_the_full_graph() -> None:
@@ -141,22 +142,20 @@ def test_edits_in_a_row_give_the_full_graph() -> None:
     previous = _kept(_program(files, 0))
     for n, name in enumerate(sorted(EDITS), start=1):
         files.update(EDITS[name])
-        graph = _same_as_full(_program(files, n), previous)
-        assert graph.resolutions is not None
-        previous = graph.resolutions
+        _, previous = _same_as_full(_program(files, n), previous)
 
 
 def test_a_new_file_resolves_everything() -> None:
     """A file added changes the module map: no file's resolution is reused."""
     base = _program(BASE, 1)
     grown = _program({**BASE, "app/extra.py": "def more():\n    return 1\n"}, 2)
-    assert _same_as_full(grown, _kept(base)).resolved is None
+    assert _same_as_full(grown, _kept(base))[0].resolved is None
 
 
 def test_the_same_commit_is_resolved_afresh() -> None:
     """A copy of the same commit (what a reproducibility check resolves) reuses nothing."""
     program = _program(BASE, 1)
-    assert _same_as_full(_program(BASE, 1), _kept(program)).resolved is None
+    assert _same_as_full(_program(BASE, 1), _kept(program))[0].resolved is None
 
 
 def _real_edits(files: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -183,10 +182,8 @@ def test_edits_of_real_code_give_the_full_graph() -> None:
     assert len(edits) > 15
     for n, (path, text) in enumerate(edits, start=1):
         files[path] = text
-        graph = _same_as_full(_program(files, n), previous)
-        assert graph.resolutions is not None
+        graph, previous = _same_as_full(_program(files, n), previous)
         assert graph.resolved is not None  # no edit adds or removes a file
-        previous = graph.resolutions
         resolved.append(graph.resolved)
     assert sorted(resolved)[len(resolved) // 2] < len(files) / 2
 
@@ -197,5 +194,5 @@ def test_most_of_a_big_program_stale_resolves_everything(monkeypatch: pytest.Mon
     monkeypatch.setattr(resolutions, "SHARE_MIN_SITES", 0)
     base = _program(BASE, 1)
     kept = _kept(base)
-    assert _same_as_full(_program({**BASE, **EDITS["unrelated body"]}, 2), kept).resolved == 1
-    assert _same_as_full(_program({**BASE, **EDITS["result changes class"]}, 3), kept).resolved is None
+    assert _same_as_full(_program({**BASE, **EDITS["unrelated body"]}, 2), kept)[0].resolved == 1
+    assert _same_as_full(_program({**BASE, **EDITS["result changes class"]}, 3), kept)[0].resolved is None

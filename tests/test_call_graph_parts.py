@@ -95,10 +95,10 @@ def _compare_builds(fail_in_copy: bool) -> list[tuple[str, int, int, bool, bool,
     for name, program in _programs().items():
         n = len(list(Scopes(program).refs()))
         with graph_module.paused_gc():
-            whole = graph_module._build(program, cut=n)
+            whole, _ = graph_module._build(program, cut=n)
         for cut in sorted({0, 1, n // 3, n // 2, n - 1}):
             with graph_module.paused_gc():
-                split = graph_module._build(program, cut=cut)
+                split, _ = graph_module._build(program, cut=cut)
             same = _shape(split) == _shape(whole)
             out.append((name, cut, n, split.helped, same, _ids(program, split) == _ids(program, whole)))
     return out
@@ -129,9 +129,9 @@ def _compare_kept() -> list[tuple[str, int, bool, bool]]:
     for name, program in _programs().items():
         n = len(list(Scopes(program).refs()))
         with graph_module.paused_gc():
-            whole = graph_module._build(program, cut=n, keep=True)
-            split = graph_module._build(program, cut=n // 2, keep=True)
-        out.append((name, n // 2, split.helped, _logs(split.resolutions) == _logs(whole.resolutions)))
+            _, whole = graph_module._build(program, cut=n, keep=True)
+            split_graph, split = graph_module._build(program, cut=n // 2, keep=True)
+        out.append((name, n // 2, split_graph.helped, _logs(split) == _logs(whole)))
     return out
 
 

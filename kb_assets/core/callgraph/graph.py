@@ -142,8 +142,6 @@ class CallGraph:
     """With ``since``: the keys of the edges that may differ from that commit's graph (those with
     a caller of a file resolved again, and those passed functions added to then or now); every
     other edge is, field for field, that commit's."""
-    resolutions: Resolutions | None = None
-    """What this build resolved, on its way to ``_kept`` (``build``)."""
     _out: dict[str, list[Edge]] | None = None
     _spans: dict[Span, tuple[Span, ...]] = field(default_factory=dict)
     """One shared ``callee_spans`` tuple per callee span: most edges have no other (memory)."""
@@ -217,12 +215,10 @@ def kept_resolutions() -> Iterator[None]:
 def build(program: Program) -> CallGraph:
     """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``);
     from the last build's resolutions when this process keeps them."""
-    global _kept  # noqa: PLW0603 - see ``kept_resolutions``
+    global _kept
     previous, _kept = _kept, None  # never two commits' resolutions at once
     with paused_gc():
-        graph = _build(program, previous=previous, keep=_keeping)
-    _kept = graph.resolutions
-    graph.resolutions = None
+        graph, _kept = _build(program, previous=previous, keep=_keeping)
     return graph
 
 
@@ -252,11 +248,11 @@ def paused_gc() -> Iterator[None]:
 
 def _build(
     program: Program, cut: int | None = None, *, previous: Resolutions | None = None, keep: bool = False
-) -> CallGraph:
+) -> tuple[CallGraph, Resolutions | None]:
     """Resolve the program's scopes into a graph: only the files ``previous`` cannot vouch for
     (``resolutions.stale``), the others replayed from it; or all of them, those before ``cut``
     here and, where a forked copy can be made, the rest in the copy at the same time (``parts``;
-    ``cut`` defaults to ``parts.split``'s). ``keep``: record the resolutions for the next build."""
+    ``cut`` defaults to ``parts.split``'s). With ``keep``, also what it resolved, for the next build."""
     graph, passings = _empty(program, tracking=keep)
     scopes = graph.evaluator.scopes
     stars = resolutions.star_names(graph.evaluator.table) if keep else {}
@@ -279,12 +275,10 @@ def _build(
         graph.changed = {key for key in graph.edges if key[0] in callers} | passed | previous.passed
     graph.evaluator.release()
     graph._spans.clear()
-    if logs is not None:
-        graph.resolutions = resolutions.record(program, stars, logs, passed)
     for path in sorted(scopes.files):
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))
-    return graph
+    return graph, resolutions.record(program, stars, logs, passed) if logs is not None else None
 
 
 def _resolve_all(
