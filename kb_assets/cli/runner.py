@@ -243,6 +243,7 @@ def run_multiprocess(
     import dagster as dg
 
     from kb_assets.cli.instance import open_instance
+    from kb_assets.cli.step_start import start_method
 
     instance = open_instance(session.settings, session.store)
     if not instance.has_dynamic_partition("commits", sha):
@@ -250,7 +251,8 @@ def run_multiprocess(
     os.environ.update({"KB_REPO": str(session.repo.root), "KB_DB_URL": session.store.real_url})
     from kb_assets.definitions import multiprocess_index_job
 
-    config = {**run_config, "execution": {"config": {"max_concurrent": processes}}}
+    executor = {"max_concurrent": processes, "start_method": start_method(os.environ)}
+    config = {**run_config, "execution": {"config": executor}}
     with (
         kept_interrupt_handlers(),
         dg.execute_job(
