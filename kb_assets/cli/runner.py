@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -264,9 +264,24 @@ def run_multiprocess(
         ) as result,
     ):
         if not result.success:
+            if _interrupted(result.all_events):
+                raise KeyboardInterrupt  # Ctrl-C: Dagster stopped the steps and failed the run
             failed = [e.message or "" for e in result.all_events if e.is_failure]
             raise RuntimeError("; ".join(failed[:3]) or "the multiprocess index run failed")
         return result
+
+
+def _interrupted(events: Iterable[Any]) -> bool:
+    """Whether a run failed because this process was interrupted: the multiprocess executor
+    catches the interrupt, stops its step processes and ends the run as an unexpected
+    termination, where the in-process executor lets the interrupt through."""
+    from dagster._core.events import RunFailureReason
+
+    return any(
+        getattr(e.event_specific_data, "failure_reason", None) is RunFailureReason.UNEXPECTED_TERMINATION
+        for e in events
+        if e.is_failure
+    )
 
 
 def unwrap(err: BaseException) -> BaseException:
