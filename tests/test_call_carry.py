@@ -5,12 +5,13 @@ store lacks is never staged.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
 import dagster as dg
 import pytest
+import sqlalchemy as sa
 
 from kb_assets.cli.instance import open_instance
 from kb_assets.core.callgraph.graph import call_graph, kept_resolutions
@@ -27,6 +28,7 @@ from kb_assets.indexing import carries, extract
 from kb_assets.indexing.load import forget_programs, load_program
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
+from kb_resources.store import bulk
 from kb_resources.store.engine import open_store
 from tests.gitfixtures import commit_tree, init_repo
 from tests.kbfixtures import KbEnv
@@ -207,15 +209,18 @@ def test_kb_watch_carries_edges_and_publishes_the_cold_ids(
     """``kb watch --once`` indexing four commits in one process, with no carry file to start from,
     reuses edges from its second commit on (the call-edge materialization's ``reused`` metadata),
     publishes for each commit exactly the call edges a cold extraction of it builds, and leaves
-    the carry file for the next run."""
+    the carry file for the next run. The ids it reuses were staged by its own previous commit, so
+    it never looks them up in the store again."""
     repo, shas = _repo(tmp_path)
     for name, value in kb_env.environ.items():
         monkeypatch.setenv(name, value)
     assert kb_env.kb("index", repo, "--sha", shas[0]).code == 0
     path = carries.carry_file(load_settings().kb_home, GitRepo.open(repo).key())
     path.unlink()
+    looked_up = _recorded_lookups(monkeypatch)
     watched = kb_env.kb("watch", repo, "--once")
     assert watched.code == 0, watched.stderr
+    assert looked_up == []
     for sha in shas:
         assert _published_calls(kb_env, repo, sha) == _cold_from_store(repo, sha)
     reused = _metadata(repo, "reused")
@@ -226,6 +231,19 @@ def test_kb_watch_carries_edges_and_publishes_the_cold_ids(
     resolved = _metadata(repo, "files_resolved_again")
     assert shas[1] not in resolved  # resolved in full: nothing kept yet
     assert all(0 < resolved[sha] < len(V1) for sha in shas[2:]), resolved  # type: ignore[operator]
+
+
+def _recorded_lookups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the carried-id lookups ``extract`` makes from now on."""
+    sizes: list[int] = []
+    real = bulk.stored_keys
+
+    def recorded(conn: sa.Connection, table: str, column: str, keys: Collection[str]) -> set[str]:
+        sizes.append(len(keys))
+        return real(conn, table, column, keys)
+
+    monkeypatch.setattr(bulk, "stored_keys", recorded)
+    return sizes
 
 
 def test_ids_the_store_lacks_are_drafted_again(
@@ -274,6 +292,7 @@ def test_kb_index_carries_edges_through_its_file(
     for name, value in kb_env.environ.items():
         monkeypatch.setenv(name, value)
     path = carries.carry_file(load_settings().kb_home, GitRepo.open(repo).key())
+    looked_up = _recorded_lookups(monkeypatch)
     assert kb_env.kb("index", repo, "--sha", shas[0]).code == 0
     assert path.is_file()
     assert kb_env.kb("index", repo, "--sha", shas[1]).code == 0
@@ -291,3 +310,4 @@ def test_kb_index_carries_edges_through_its_file(
     reused = _metadata(repo, "reused")
     assert [reused[sha] for sha in (shas[0], shas[2], shas[3])] == [0, 0, 0]
     assert all(isinstance(n, int) and n > 0 for n in (reused[shas[1]], reused[shas[4]])), reused
+    assert looked_up == [reused[shas[1]], reused[shas[4]]]  # a carry from a file is looked up

@@ -25,19 +25,21 @@ _watching = False
 """Whether ``carried_between_commits`` is active."""
 _kept: EdgeCarry | None = None
 """The carry kept in memory by ``carried_between_commits`` (None until its first commit)."""
+_stored_in: str | None = None
+"""The store holding every id the kept carry remembers (``mark_staged``)."""
 
 
 @contextmanager
 def carried_between_commits() -> Iterator[None]:
     """Within: the carry stays in memory from each commit this process indexes to the next
     (``kb watch``); the file is read at the first commit only, and still written after each."""
-    global _watching, _kept
-    previous = _watching, _kept
-    _watching, _kept = True, None
+    global _watching, _kept, _stored_in
+    previous = _watching, _kept, _stored_in
+    _watching, _kept, _stored_in = True, None, None
     try:
         yield
     finally:
-        _watching, _kept = previous
+        _watching, _kept, _stored_in = previous
 
 
 def carry_file(kb_home: Path, repo_key: str) -> Path:
@@ -59,6 +61,22 @@ def open_carry(extractor: Extractor, path: Path | None) -> EdgeCarry | None:
     if _watching:
         _kept = carry
     return carry
+
+
+def mark_staged(carry: EdgeCarry, store: str) -> None:
+    """``carry`` now remembers ids just staged in ``store``: if it is the kept carry, the watch's
+    next commit need not look them up there (a staged id is a stored one: staging refuses any
+    other, and nothing deletes artifacts). Looking up Django's ~75,800 carried ids took ~0.18 s
+    of each watched commit."""
+    global _stored_in  # noqa: PLW0603 - see carried_between_commits
+    if carry is _kept:
+        _stored_in = store
+
+
+def known_stored(carry: EdgeCarry, store: str) -> bool:
+    """Whether every id ``carry`` remembers is known to be stored in ``store`` (``mark_staged``);
+    a carry read from a file may have been made on another store, and is looked up."""
+    return carry is _kept and _stored_in == store
 
 
 def _read(path: Path) -> EdgeCarry:

@@ -20,7 +20,7 @@ from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.program import Program
 from kb_assets.indexing.artifact_writes import store_drafts
-from kb_assets.indexing.carries import keep_carry, open_carry
+from kb_assets.indexing.carries import keep_carry, known_stored, mark_staged, open_carry
 from kb_resources.store import bulk, writes
 from kb_resources.store.bulk import refresh_statistics
 
@@ -97,8 +97,9 @@ def extract_commit(
     writer holds one batch's row locks while waiting for the next batch's, so writers of
     overlapping sets cannot deadlock. The commit's staged entries and gaps are replaced in one
     last transaction, as before. The call edges a carry (``carries``: the one a watch keeps, else
-    ``carry_file``'s) knows unchanged come as ids, staged once they are found stored; if one is
-    not (a carry made on another store), every edge is drafted again.
+    ``carry_file``'s) knows unchanged come as ids, staged once they are found stored (a watch's
+    kept carry staged them in this store at its previous commit: ``carries.known_stored``); if
+    one is not (a carry made on another store), every edge is drafted again.
     """
     carry = open_carry(extractor, carry_file)
     extraction, reused, resolved = _extraction(engine, program, extractor, carry)
@@ -114,6 +115,7 @@ def extract_commit(
         refresh_statistics(conn, log)
     if carry is not None:
         carry.remember(program, ids[:drafted])
+        mark_staged(carry, _store_name(engine))
         keep_carry(carry, carry_file)
     return StagedResult(
         artifact_ids=tuple(sorted(ids)), gaps=gaps, reused=len(reused), resolved_again=resolved
@@ -128,11 +130,16 @@ def _extraction(
     if carry is None:
         return extractor.resolve(program), (), None
     carried = carry.resolve(program)
-    if not carried.reused:
-        return carried.extraction, (), carried.resolved
+    if not carried.reused or known_stored(carry, _store_name(engine)):
+        return carried.extraction, carried.reused, carried.resolved
     with engine.begin() as conn:
         stored = bulk.stored_keys(conn, "artifact", "artifact_id", carried.reused)
     if len(stored) == len(set(carried.reused)):
         return carried.extraction, carried.reused, carried.resolved
     carry.forget()
     return carry.resolve(program).extraction, (), carried.resolved
+
+
+def _store_name(engine: Engine) -> str:
+    """Which store ``engine`` writes to (its URL, without a password)."""
+    return engine.url.render_as_string(hide_password=True)
