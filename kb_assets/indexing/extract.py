@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Engine
 
+from kb_assets.core.callgraph.graph import resolutions_in
 from kb_assets.core.extractors.base import Draft, Extraction, Extractor
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.grounding import build_artifacts
@@ -21,6 +23,7 @@ from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.program import Program
 from kb_assets.indexing.artifact_writes import store_drafts
 from kb_assets.indexing.carries import keep_carry, known_stored, mark_staged, open_carry
+from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
 from kb_resources.store import bulk, writes
 from kb_resources.store.bulk import refresh_statistics
 
@@ -101,8 +104,20 @@ def extract_commit(
     kept carry staged them in this store at its previous commit: ``carries.known_stored``); if
     one is not (a carry made on another store), every edge is drafted again.
     """
+    with _resolutions_file(carry_file) as resolutions:
+        return _extract(engine, program, extractor, carry_file, resolutions)
+
+
+def _extract(
+    engine: Engine,
+    program: Program,
+    extractor: Extractor,
+    carry_file: Path | None,
+    resolutions: ResolutionFile | None,
+) -> StagedResult:
     carry = open_carry(extractor, carry_file)
-    extraction, reused, resolved = _extraction(engine, program, extractor, carry)
+    with resolutions_in(resolutions) if resolutions is not None else nullcontext():
+        extraction, reused, resolved = _extraction(engine, program, extractor, carry)
     drafts: list[Draft | None] = list(extraction.drafts)
     gaps = extraction.gaps
     del extraction  # the drafts are now only in ``drafts``, which hands each over once
@@ -143,3 +158,10 @@ def _extraction(
 def _store_name(engine: Engine) -> str:
     """Which store ``engine`` writes to (its URL, without a password)."""
     return engine.url.render_as_string(hide_password=True)
+
+
+def _resolutions_file(carry_file: Path | None) -> ResolutionFile | nullcontext[None]:
+    """The call graph's resolutions file beside the carry file (none without one), open for
+    the whole extraction: a build saves its resolutions in a forked copy that is waited for
+    when the extraction is stored and staged."""
+    return ResolutionFile(resolutions_file(carry_file)) if carry_file is not None else nullcontext()

@@ -26,7 +26,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from kb_assets.core.callgraph import parts, resolutions
 from kb_assets.core.callgraph.evaluate import Evaluator
@@ -199,6 +199,36 @@ _kept: Resolutions | None = None
 _keeping = False
 
 
+class ResolutionStore(Protocol):
+    """Where a process that indexes one commit finds an earlier run's resolutions and leaves its
+    own for the next run (``resolutions_in``)."""
+
+    def load(self) -> Resolutions | None:
+        """The resolutions last saved, if they are readable and were made by this very code."""
+
+    def save(self, kept: Resolutions) -> None:
+        """Leave ``kept`` for the next run (best effort)."""
+
+
+_store: ResolutionStore | None = None
+"""The store of ``resolutions_in``, while it is active."""
+
+
+@contextmanager
+def resolutions_in(store: ResolutionStore) -> Iterator[None]:
+    """Within: a build with nothing kept in this process starts from ``store``'s resolutions (an
+    earlier run's, of any commit with the same files: ``resolutions.stale`` decides what they
+    still vouch for) and saves its own there, so that consecutive ``kb index`` runs re-resolve
+    only what a change can reach, as a watch does in memory. A watch keeps its own in memory
+    and does not save them after each commit."""
+    global _store  # noqa: PLW0603 - a process-wide setting, like ``kept_resolutions``
+    previous, _store = _store, store
+    try:
+        yield
+    finally:
+        _store = previous
+
+
 @contextmanager
 def kept_resolutions() -> Iterator[None]:
     """Within: each build keeps its per-file resolutions, so that the next commit's graph
@@ -215,10 +245,17 @@ def kept_resolutions() -> Iterator[None]:
 def build(program: Program) -> CallGraph:
     """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``);
     from the last build's resolutions when this process keeps them."""
-    global _kept
+    global _kept  # noqa: PLW0603 - see kept_resolutions
     previous, _kept = _kept, None  # never two commits' resolutions at once
+    store = _store
+    if previous is None and store is not None:
+        previous = store.load()
     with paused_gc():
-        graph, _kept = _build(program, previous=previous, keep=_keeping)
+        graph, kept = _build(program, previous=previous, keep=_keeping or store is not None)
+    if _keeping:
+        _kept = kept
+    elif store is not None and kept is not None:
+        store.save(kept)
     return graph
 
 
