@@ -111,4 +111,17 @@ def test_the_stamp_follows_every_source_file_and_version(tmp_path: Path) -> None
     (root / "callgraph" / "new.py").write_text("")
     assert code_digest(root, "v1") != first
     assert resolution_files.stamp() == resolution_files.stamp()
-    assert len(resolution_files.stamp()) == 64
+    assert len(resolution_files.stamp() or b"") == 64
+
+
+def test_without_the_resolvers_sources_no_file_is_read_or_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installation whose ``kb_assets.core`` has no sources cannot tell one resolver from another."""
+    path = tmp_path / "repo.resolutions"
+    _saved(path)
+    monkeypatch.setattr(resolution_files, "stamp", lambda: None)
+    assert ResolutionFile(path).load() is None
+    path.unlink()
+    _saved(path)
+    assert not path.exists()

@@ -35,10 +35,14 @@ FORMAT = 1
 
 
 @functools.cache
-def stamp() -> bytes:
+def stamp() -> bytes | None:
     """What a file's resolutions depend on besides the program: the format, the interpreter, the
-    parser (the facts resolved) and the resolver's code, all of ``kb_assets.core``."""
-    return code_digest(Path(kb_assets.core.__file__).parent, f"{FORMAT}\0{sys.version}\0{parser_version()}")
+    parser (the facts resolved) and the resolver's code, all of ``kb_assets.core``; None when
+    that code is not there to read (an installation without sources): then no file is used."""
+    root = Path(kb_assets.core.__file__).parent
+    if not any(root.rglob("*.py")):
+        return None
+    return code_digest(root, f"{FORMAT}\0{sys.version}\0{parser_version()}")
 
 
 def code_digest(root: Path, versions: str) -> bytes:
@@ -70,12 +74,13 @@ class ResolutionFile:
 
     def load(self) -> Resolutions | None:
         """The file's resolutions, if it is readable and was written under this ``stamp``."""
+        expected = stamp()
         try:
-            data = self.path.read_bytes()
+            data = self.path.read_bytes() if expected is not None else b""
         except OSError:
             return None
         header, _, body = data.partition(b"\n")
-        if header != stamp():
+        if expected is None or header != expected:
             return None
         try:
             # Written by this very resolver (the stamp) into the user's own KB_HOME, like the
@@ -104,6 +109,9 @@ class ResolutionFile:
 
     def _write(self, kept: Resolutions) -> None:
         """Replace the file with ``kept`` (readers see the old file or the new one, never a part)."""
+        header = stamp()
+        if header is None:
+            return
         written: str | None = None
         try:
             body = zlib.compress(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL), 1)
@@ -111,7 +119,7 @@ class ResolutionFile:
             folder, prefix = self.path.parent, self.path.name
             with tempfile.NamedTemporaryFile(dir=folder, prefix=prefix, delete=False) as out:
                 written = out.name
-                out.write(stamp() + b"\n" + body)
+                out.write(header + b"\n" + body)
             os.replace(written, self.path)
         except OSError:
             if written is not None:

@@ -233,7 +233,8 @@ def resolutions_in(store: ResolutionStore) -> Iterator[None]:
 def kept_resolutions() -> Iterator[None]:
     """Within: each build keeps its per-file resolutions, so that the next commit's graph
     re-resolves only the files a change can reach (``resolutions``), for a process that indexes
-    commit after commit (``kb watch``). Not otherwise: a one-shot index would only pay the memory."""
+    commit after commit (``kb watch``). A process that indexes one commit reads and leaves them
+    in a ``resolutions_in`` store instead."""
     global _keeping, _kept
     previous, _keeping, _kept = _keeping, True, None
     try:
@@ -244,7 +245,8 @@ def kept_resolutions() -> Iterator[None]:
 
 def build(program: Program) -> CallGraph:
     """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``);
-    from the last build's resolutions when this process keeps them."""
+    from the last build's resolutions when this process keeps them, else from those of the
+    ``resolutions_in`` store if one is active."""
     global _kept  # noqa: PLW0603 - see kept_resolutions
     previous, _kept = _kept, None  # never two commits' resolutions at once
     store = _store
