@@ -7,6 +7,9 @@ pipeline writes (64-hex span and artifact ids, 40-hex shas) and the same call gi
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +21,7 @@ from kb_assets.core import ids
 from kb_assets.core.models import Artifact, EncodedBlob, Grounding, Method, ParsedBlob, Span, SpanKind
 from kb_resources.store import writes
 from kb_resources.store.schema import commit_ref
+from kb_resources.store.target import parse_store_url
 
 PARSER_VERSION = "test-1"
 COMMITTED_AT = datetime(2024, 1, 1, tzinfo=UTC)
@@ -110,3 +114,35 @@ def table_dump(conn: sa.Connection, table: sa.Table, *, skip: Sequence[str] = ()
     columns = [c for c in table.columns if c.name not in skip]
     query = sa.select(*columns).order_by(*table.primary_key.columns)
     return [tuple(row) for row in conn.execute(query)]
+
+
+def waiting_for_lock(conn: sa.Connection, key: int) -> int:
+    """How many sessions wait for advisory lock ``key``."""
+    query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = :objid"
+    return int(conn.scalar(sa.text(query), {"objid": key & 0xFFFFFFFF}) or 0)
+
+
+def contending_processes(database_url: str, key: int, script: str, homes: Sequence[Path]) -> list[int]:
+    """Run ``python -c script DATABASE_URL HOME`` once per home while this process holds advisory
+    lock ``key``, release it once every one of them waits for it (so they really contend), and
+    return their exit codes."""
+    engine = sa.create_engine(parse_store_url(database_url))
+    try:
+        with engine.connect() as holder:
+            holder.execute(sa.select(sa.func.pg_advisory_lock(key)))
+            holder.commit()
+            procs = [
+                subprocess.Popen([sys.executable, "-c", script, database_url, str(home)]) for home in homes
+            ]
+            for _ in range(1200):
+                if waiting_for_lock(holder, key) == len(procs) or any(p.poll() is not None for p in procs):
+                    break
+                time.sleep(0.05)
+            queued = waiting_for_lock(holder, key)
+            holder.execute(sa.select(sa.func.pg_advisory_unlock(key)))
+            holder.commit()
+        codes = [p.wait(timeout=120) for p in procs]
+    finally:
+        engine.dispose()
+    assert queued == len(procs), f"{queued} of {len(procs)} processes waited for the lock"
+    return codes

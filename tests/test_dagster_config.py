@@ -1,19 +1,22 @@
 """``kb``'s own runs read a configuration without compute-log capture; ``kb ui`` and its daemon read
 ``dagster.yaml``, with it; both see the same runs; a user's own ``dagster.yaml`` is left alone and
-used by both."""
+used by both; processes opening a fresh instance take turns."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from kb_assets.cli.instance import CLI_YAML, CLI_YAML_NAME, DAGSTER_YAML, ensure_dagster_home, open_instance
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store.engine import open_store
+from kb_resources.store.session_locks import DAGSTER_INSTANCE_LOCK_KEY
 from tests.gitfixtures import commit_tree, init_repo
 from tests.kbfixtures import KbEnv
+from tests.storefixtures import contending_processes
 
 
 def test_knowbase_writes_both_configurations(tmp_path: Path) -> None:
@@ -56,3 +59,30 @@ def test_cli_runs_capture_nothing_and_show_in_the_ui_s_instance(kb_env: KbEnv, t
         assert not list((settings.dagster_home / "storage").glob("**/*.out"))
     finally:
         store.close()
+
+
+OPEN_INSTANCE_IN_SUBPROCESS = """
+import sys
+from pathlib import Path
+from kb_assets.cli.instance import open_instance
+from kb_resources.settings import Settings
+from kb_resources.store.engine import open_store
+home = Path(sys.argv[2])
+settings = Settings(kb_home=home, dagster_home=home / "dagster", db_url=sys.argv[1])
+store = open_store(settings, "test")
+open_instance(settings, store).dispose()
+store.close()
+"""
+
+
+def test_processes_opening_a_fresh_instance_take_turns(
+    blank_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Two processes opening Dagster's storage on a never-used database wait for one lock, so one
+    creates the tables (and runs Dagster's data migrations over the runs there) before the other
+    looks: run at once, the second could crash in those migrations over the first's new run. The
+    test holds the lock until both are queued on it, then both succeed."""
+    homes = [tmp_path_factory.mktemp("kb") for _ in range(2)]
+    script, key = OPEN_INSTANCE_IN_SUBPROCESS, DAGSTER_INSTANCE_LOCK_KEY
+    codes = contending_processes(blank_database, key, script, homes)
+    assert codes == [0, 0]

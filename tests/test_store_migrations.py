@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 import sqlalchemy as sa
@@ -16,8 +15,10 @@ from kb_assets.core.errors import SchemaMismatchError
 from kb_resources.store import revision
 from kb_resources.store.engine import Store, create_store_engine, open_store
 from kb_resources.store.schema import metadata
+from kb_resources.store.session_locks import MIGRATION_LOCK_KEY
 from kb_resources.store.target import parse_store_url
 from tests.conftest import SettingsFactory
+from tests.storefixtures import contending_processes
 
 MIGRATE_IN_SUBPROCESS = """
 import sys
@@ -108,11 +109,6 @@ def test_migrating_twice_is_a_noop(store: Store, settings_factory: SettingsFacto
     assert _tables(store) == before
 
 
-def _waiting_for_migration_lock(conn: sa.Connection) -> int:
-    query = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = :objid"
-    return int(conn.scalar(sa.text(query), {"objid": revision.MIGRATION_LOCK_KEY & 0xFFFFFFFF}) or 0)
-
-
 def test_two_processes_migrating_at_once_both_succeed(
     blank_database: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -120,30 +116,9 @@ def test_two_processes_migrating_at_once_both_succeed(
 
     The test holds the migration lock until both processes are queued on it, so they really contend.
     """
+    homes = [tmp_path_factory.mktemp("kb") for _ in range(2)]
+    assert contending_processes(blank_database, MIGRATION_LOCK_KEY, MIGRATE_IN_SUBPROCESS, homes) == [0, 0]
     engine = create_store_engine(parse_store_url(blank_database))
-    with engine.connect() as holder:
-        holder.execute(sa.select(sa.func.pg_advisory_lock(revision.MIGRATION_LOCK_KEY)))
-        holder.commit()
-        procs = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    MIGRATE_IN_SUBPROCESS,
-                    blank_database,
-                    str(tmp_path_factory.mktemp("kb")),
-                ]
-            )
-            for _ in range(2)
-        ]
-        for _ in range(600):
-            if _waiting_for_migration_lock(holder) == 2 or any(p.poll() is not None for p in procs):
-                break
-            time.sleep(0.05)
-        assert _waiting_for_migration_lock(holder) == 2
-        holder.execute(sa.select(sa.func.pg_advisory_unlock(revision.MIGRATION_LOCK_KEY)))
-        holder.commit()
-    assert [p.wait(timeout=120) for p in procs] == [0, 0]
     with engine.connect() as conn:
         assert revision.is_at_head(conn)
     engine.dispose()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from kb_resources.settings import Settings
 from kb_resources.store.engine import Store
+from kb_resources.store.session_locks import DAGSTER_INSTANCE_LOCK_KEY, session_lock
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -75,7 +76,12 @@ def open_instance(settings: Settings, store: Store) -> dg.DagsterInstance:
 
     config = ensure_dagster_home(settings.dagster_home)
     os.environ.update(dagster_environment(settings, store))
-    instance = dg.DagsterInstance.from_config(str(settings.dagster_home), config_filename=config)
+    # Opening the storage of a fresh database creates Dagster's tables and then runs its data
+    # migrations over the runs already there; a process that found no tables while another one
+    # created them and started a run crashed in that migration (dagster-postgres 0.29: "Attempted
+    # to resolve undefined DagsterInstance weakref"). Processes take turns, as for our own schema.
+    with store.engine.connect() as conn, session_lock(conn, DAGSTER_INSTANCE_LOCK_KEY):
+        instance = dg.DagsterInstance.from_config(str(settings.dagster_home), config_filename=config)
     _pool_connections(instance)
     return instance
 

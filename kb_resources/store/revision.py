@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 import kb_resources
 from kb_assets.core.errors import SchemaMismatchError
+from kb_resources.store.session_locks import MIGRATION_LOCK_KEY, session_lock
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -27,8 +28,6 @@ MIGRATIONS_DIR = Path(kb_resources.__file__).resolve().parent.parent / "migratio
 
 HEAD_REVISION = "0006"
 """The single head of ``MIGRATIONS_DIR`` (``test_store_migrations`` checks it against Alembic's)."""
-
-MIGRATION_LOCK_KEY = 0x6B62_6D69_6772_6174  # "kbmigrat": one advisory lock id for every knowbase database
 
 
 def alembic_config(connection: sa.Connection | None = None) -> Config:
@@ -101,18 +100,10 @@ def require_head(conn: sa.Connection) -> None:
 
 def migrate_to_head(engine: sa.Engine) -> None:
     """Upgrade the database to head under an advisory lock; a no-op when it is already there."""
-    with engine.connect() as conn:
-        conn.execute(sa.select(sa.func.pg_advisory_lock(MIGRATION_LOCK_KEY)))
-        conn.commit()
-        try:
-            if check_not_newer(conn) != head_revision():
-                from alembic import command
+    with engine.connect() as conn, session_lock(conn, MIGRATION_LOCK_KEY):
+        if check_not_newer(conn) != head_revision():
+            from alembic import command
 
-                conn.commit()
-                command.upgrade(alembic_config(conn), "head")
             conn.commit()
-        finally:
-            if not conn.invalidated:  # a broken connection already dropped its session lock
-                conn.rollback()
-                conn.execute(sa.select(sa.func.pg_advisory_unlock(MIGRATION_LOCK_KEY)))
-                conn.commit()
+            command.upgrade(alembic_config(conn), "head")
+        conn.commit()
