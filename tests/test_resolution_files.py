@@ -110,6 +110,7 @@ def test_the_stamp_follows_every_source_file_and_version(tmp_path: Path) -> None
     (root / "callgraph" / "graph.py").write_text("x = 1\n")
     (root / "callgraph" / "new.py").write_text("")
     assert code_digest(root, "v1") != first
+    assert code_digest(tmp_path / "empty", "v1") is None
     assert resolution_files.stamp() == resolution_files.stamp()
     assert len(resolution_files.stamp() or b"") == 64
 

@@ -274,14 +274,10 @@ def run_multiprocess(
 def _interrupted(events: Iterable[Any]) -> bool:
     """Whether a run failed because this process was interrupted: the multiprocess executor
     catches the interrupt, stops its step processes and ends the run as an unexpected
-    termination, where the in-process executor lets the interrupt through."""
-    from dagster._core.events import RunFailureReason
-
-    return any(
-        getattr(e.event_specific_data, "failure_reason", None) is RunFailureReason.UNEXPECTED_TERMINATION
-        for e in events
-        if e.is_failure
-    )
+    termination (``RunFailureReason``, which Dagster does not export; read by its value), where
+    the in-process executor lets the interrupt through."""
+    reasons = (getattr(e.event_specific_data, "failure_reason", None) for e in events if e.is_failure)
+    return any(getattr(reason, "value", None) == "UNEXPECTED_TERMINATION" for reason in reasons)
 
 
 def unwrap(err: BaseException) -> BaseException:

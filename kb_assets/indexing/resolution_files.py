@@ -39,16 +39,17 @@ def stamp() -> bytes | None:
     """What a file's resolutions depend on besides the program: the format, the interpreter, the
     parser (the facts resolved) and the resolver's code, all of ``kb_assets.core``; None when
     that code is not there to read (an installation without sources): then no file is used."""
-    root = Path(kb_assets.core.__file__).parent
-    if not any(root.rglob("*.py")):
+    return code_digest(Path(kb_assets.core.__file__).parent, f"{FORMAT}\0{sys.version}\0{parser_version()}")
+
+
+def code_digest(root: Path, versions: str) -> bytes | None:
+    """A hex digest of ``versions`` and of every Python source file under ``root`` (names and
+    bytes); None if there is none."""
+    sources = sorted(root.rglob("*.py"))
+    if not sources:
         return None
-    return code_digest(root, f"{FORMAT}\0{sys.version}\0{parser_version()}")
-
-
-def code_digest(root: Path, versions: str) -> bytes:
-    """A hex digest of ``versions`` and of every Python source file under ``root`` (names and bytes)."""
     digest = hashlib.sha256(versions.encode())
-    for path in sorted(root.rglob("*.py")):
+    for path in sources:
         digest.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest().encode()
 
