@@ -141,7 +141,7 @@ class Evaluator:
         else:
             memo[key] = result
             if read:
-                self._deps[key] = read
+                self._deps[key] = reads.kept(read)
             guards.low = saved
         return result
 

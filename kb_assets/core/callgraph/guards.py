@@ -95,7 +95,7 @@ class Guards:
         if kept:
             memo[key] = value
             if read:
-                deps[key] = read
+                deps[key] = reads.kept(read)
         return value
 
     def memoized(self, memo: dict[K, V], deps: dict[K, int], key: K, compute: Callable[[], V]) -> V:
@@ -116,5 +116,5 @@ class Guards:
         if kept:
             memo[key] = value
             if read:
-                deps[key] = read
+                deps[key] = reads.kept(read)
         return value

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 class Reads:
     """The bit of every file, and the read set of the computation in progress."""
 
-    __slots__ = ("bit", "bits", "module_bit")
+    __slots__ = ("_shared", "bit", "bits", "module_bit")
 
     def __init__(self, paths: Iterable[str], modules: Mapping[str, str] | None = None) -> None:
         """``paths``: the program's files; ``modules``: dotted module -> path (the module map)."""
@@ -31,10 +31,17 @@ class Reads:
             module: self.bit[path] for module, path in (modules or {}).items() if path in self.bit
         }
         self.bits = 0
+        self._shared: dict[int, int] = {}
 
     def stop(self) -> None:
         """Record nothing from now on (the build that needed the read sets is over)."""
-        self.bit, self.module_bit, self.bits = {}, {}, 0
+        self.bit, self.module_bit, self.bits, self._shared = {}, {}, 0, {}
+
+    def kept(self, read: int) -> int:
+        """``read`` as the one object of its value, to be kept beside a memoized answer: a build
+        of Django's call graph keeps ~300k read sets of only ~14k distinct values, which as
+        separate ints of up to ~380 bytes each held 64 MiB during the build."""
+        return self._shared.setdefault(read, read)
 
     def mark(self, path: str) -> None:
         """The computation in progress read ``path``'s facts."""
