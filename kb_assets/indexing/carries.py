@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -90,15 +90,19 @@ def _read(path: Path) -> EdgeCarry:
 def keep_carry(carry: EdgeCarry, path: Path | None) -> bool:
     """Write the carry for the next run (``path``; None: nowhere); False if the file could not be
     written."""
-    if path is None:
-        return True
+    return path is None or replace_file(path, carry.dump())
+
+
+def replace_file(path: Path, chunks: Iterable[bytes]) -> bool:
+    """Make ``chunks`` the whole content of ``path`` (readers see the old file or the new one,
+    never a part); False if it could not be written (the old file, if any, stays)."""
     written: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, delete=False) as out:
             written = out.name
-            out.writelines(carry.dump())
-        os.replace(written, path)  # readers see the old file or the new one, never a part
+            out.writelines(chunks)
+        os.replace(written, path)
     except OSError:
         if written is not None:
             Path(written).unlink(missing_ok=True)

@@ -65,8 +65,9 @@ class StagedResult:
     reused: int = 0
     """How many of the ids were carried from a previous commit (``carries``)."""
     resolved_again: int | None = None
-    """Call edges under ``kb watch``: the files whose call sites were resolved again (the rest
-    replayed from the last commit's resolutions); None when every file was resolved."""
+    """Call edges built from an earlier commit's resolutions (kept by ``kb watch`` or read from
+    the resolutions file): the files whose call sites were resolved again, the rest replayed;
+    None when every file was resolved."""
 
     @property
     def data_version(self) -> str:

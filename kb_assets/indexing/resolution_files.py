@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import pickle
 import sys
-import tempfile
 import zlib
 from functools import partial
 from pathlib import Path
@@ -29,6 +27,7 @@ from kb_assets.core import forked
 from kb_assets.core.callgraph.resolutions import Resolutions
 from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.forked import Forked
+from kb_assets.indexing.carries import replace_file
 
 FORMAT = 1
 """The layout of the file (header line, then the compressed pickle)."""
@@ -109,19 +108,8 @@ class ResolutionFile:
                 writer.result()
 
     def _write(self, kept: Resolutions) -> None:
-        """Replace the file with ``kept`` (readers see the old file or the new one, never a part)."""
+        """Replace the file with ``kept`` (``carries.replace_file``: best effort, never a part)."""
         header = stamp()
-        if header is None:
-            return
-        written: str | None = None
-        try:
+        if header is not None:
             body = zlib.compress(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL), 1)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            folder, prefix = self.path.parent, self.path.name
-            with tempfile.NamedTemporaryFile(dir=folder, prefix=prefix, delete=False) as out:
-                written = out.name
-                out.write(header + b"\n" + body)
-            os.replace(written, self.path)
-        except OSError:
-            if written is not None:
-                Path(written).unlink(missing_ok=True)
+            replace_file(self.path, (header, b"\n", body))

@@ -386,9 +386,11 @@ def _resolve(
         log.reads = reads.bits
         if graph is not None:
             replay(graph, passings, log)
-        if logs is not None and path in logs:
+        if logs is None:
+            continue
+        if path in logs:  # a file whose scopes were split between this process and the copy
             logs[path].extend(log)
-        elif logs is not None:
+        else:
             logs[path] = log
 
 
