@@ -8,6 +8,7 @@ commit of every repository.
 
 import functools
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -47,12 +48,37 @@ CheckVerdict = Callable[[verdicts.Handles, str, str | None], verdicts.Verdict]
 @dataclass(frozen=True, slots=True)
 class Check:
     """One check of an asset: its name, the description the UI shows, whether a failure stops the
-    snapshot, and its verdict given the step's handles, commit and base."""
+    snapshot, its verdict given the step's handles, commit and base, and whether that verdict only
+    reads the store (``concurrent``: it may run beside the step's other such checks)."""
 
     name: str
     description: str
     verdict: CheckVerdict
     blocking: bool = True
+    concurrent: bool = False
+
+
+def concluded(
+    checks: Sequence[Check], h: verdicts.Handles, sha: str, base: str | None
+) -> Iterator[verdicts.Verdict]:
+    """Each check's verdict, in ``checks`` order.
+
+    The ``concurrent`` checks (store reads: a query and its validation) run together first, one
+    thread and connection each, so that the server answers them on both cores: a full Django
+    index's check steps took 3.3-3.4 s one after the other and 2.4-2.6 s together. The others run
+    afterwards in this thread, alone: a recomputation may fork a copy of the process, which
+    ``forked.can_fork`` allows only to a process with one thread. A check that raises stops the
+    iteration at its place in the order, as it would one after the other.
+    """
+    shared = [c for c in checks if c.concurrent]
+    found: dict[int, Future[verdicts.Verdict]] = {}
+    if len(shared) > 1:
+        h.engine()  # made once here: ``KnowbaseResource`` caches it per process, not per thread
+        with ThreadPoolExecutor(len(shared), thread_name_prefix="kb-check") as pool:
+            found = {id(c): pool.submit(c.verdict, h, sha, base) for c in shared}
+    for check in checks:
+        future = found.get(id(check))
+        yield check.verdict(h, sha, base) if future is None else future.result()
 
 
 Base = Callable[[dg.AssetCheckExecutionContext, KnowbaseResource], str | None]
@@ -77,8 +103,9 @@ def _step(asset: str, checks: Sequence[Check], base: Base) -> dg.AssetChecksDefi
     ) -> Iterator[dg.AssetCheckResult]:
         """The asset's invariant checks at the partition's commit, one result each."""
         against = base(context, kb)
-        for spec, check in zip(specs, checks, strict=True):
-            yield _result(spec.key, check.verdict(kb, context.partition_key, against))
+        found = concluded(checks, kb, context.partition_key, against)
+        for spec, verdict in zip(specs, found, strict=True):
+            yield _result(spec.key, verdict)
 
     return invariants
 
@@ -102,16 +129,23 @@ def _proven_orphan_free(context: dg.AssetCheckExecutionContext, kb: KnowbaseReso
 
 
 def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
-    """Blocking invariant checks on one extractor's asset, evaluated in one step. A large staged
-    set indexed against a published base is read against it: only what the base's snapshot does
-    not prove is checked (``since`` in the metadata; ``kb_resources.store.staged_delta``); the
-    grounded check only while few files changed (``reads.grounded_base``)."""
-    checks = [
+    """Blocking invariant checks on one extractor's asset, evaluated in one step
+    (``extractor_check_list``)."""
+    return [_step(extractor.asset_name, extractor_check_list(extractor), _indexed)]
+
+
+def extractor_check_list(extractor: Extractor) -> list[Check]:
+    """The checks of one extractor's asset. A large staged set indexed against a published base
+    is read against it: only what the base's snapshot does not prove is checked (``since`` in the
+    metadata; ``kb_resources.store.staged_delta``); the grounded check only while few files
+    changed (``reads.grounded_base``)."""
+    return [
         Check(
             "every_artifact_grounded",
             "Every staged artifact has at least one grounding row pointing at a span occurrence of "
             "the commit.",
             partial(verdicts.grounded, extractor=extractor),
+            concurrent=True,
         ),
         Check(
             "ids_reproducible",
@@ -125,9 +159,9 @@ def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
             "artifact_frame_valid",
             "The staged artifacts conform to the declared artifact frame (64-hex ids, >= 1 grounding row).",
             partial(verdicts.artifact_frame_valid, extractor=extractor),
+            concurrent=True,
         ),
     ]
-    return [_step(extractor.asset_name, checks, _indexed)]
 
 
 def _whole(verdict: Callable[[verdicts.Handles, str], verdicts.Verdict]) -> CheckVerdict:
@@ -139,47 +173,47 @@ def _whole(verdict: Callable[[verdicts.Handles, str], verdicts.Verdict]) -> Chec
     return whole
 
 
-span_checks = _step(
-    "code_spans",
-    [
-        Check(
-            "span_frame_valid",
-            "The commit's span occurrences conform to the declared span frame (64-hex ids, ordered "
-            "lines >= 1); those on files whose blob the published base it was indexed against "
-            "already had are the base's.",
-            verdicts.span_frame_valid,
-        ),
-        Check(
-            "blob_cache_reproduces",
-            "A sample of the commit's blobs, re-parsed from scratch, matches the cache "
-            "(incremental == full).",
-            _whole(verdicts.blob_cache_reproduces),
-        ),
-    ],
-    _proven,
-)
+SPAN_CHECKS = [
+    Check(
+        "span_frame_valid",
+        "The commit's span occurrences conform to the declared span frame (64-hex ids, ordered "
+        "lines >= 1); those on files whose blob the published base it was indexed against "
+        "already had are the base's.",
+        verdicts.span_frame_valid,
+        concurrent=True,
+    ),
+    Check(
+        "blob_cache_reproduces",
+        "A sample of the commit's blobs, re-parsed from scratch, matches the cache (incremental == full).",
+        _whole(verdicts.blob_cache_reproduces),
+    ),
+]
+"""The checks of ``code_spans``."""
 
-snapshot_checks = _step(
-    "knowledge_snapshot",
-    [
-        Check(
-            ZERO_ORPHANS.name,
-            "No snapshot entry without grounding, no grounding row without an occurrence, no "
-            "occurrence without a span; against the indexed base when this check passed there on its "
-            "newest snapshot (only what the base does not prove is read: "
-            "``kb_resources.store.snapshot_delta``).",
-            verdicts.zero_orphans,
-            blocking=False,
-        ),
-        Check(
-            "invalidation_exact",
-            "Against the indexed base: a unit's id changed exactly when its grounding changed.",
-            _whole(verdicts.invalidation_exact),
-            blocking=False,
-        ),
-    ],
-    _proven_orphan_free,
-)
+span_checks = _step("code_spans", SPAN_CHECKS, _proven)
+
+SNAPSHOT_CHECKS = [
+    Check(
+        ZERO_ORPHANS.name,
+        "No snapshot entry without grounding, no grounding row without an occurrence, no "
+        "occurrence without a span; against the indexed base when this check passed there on its "
+        "newest snapshot (only what the base does not prove is read: "
+        "``kb_resources.store.snapshot_delta``).",
+        verdicts.zero_orphans,
+        blocking=False,
+        concurrent=True,
+    ),
+    Check(
+        "invalidation_exact",
+        "Against the indexed base: a unit's id changed exactly when its grounding changed.",
+        _whole(verdicts.invalidation_exact),
+        blocking=False,
+        concurrent=True,
+    ),
+]
+"""The checks of ``knowledge_snapshot``."""
+
+snapshot_checks = _step("knowledge_snapshot", SNAPSHOT_CHECKS, _proven_orphan_free)
 
 
 def all_checks() -> list[dg.AssetChecksDefinition]:

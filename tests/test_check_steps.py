@@ -61,7 +61,7 @@ def test_a_check_that_raises_fails_its_step_and_nothing_is_published(
 ) -> None:
     """A check that raises instead of answering fails the step of its asset's checks, after the
     results it already gave: the grounded check of the first extractor checked is recorded, that
-    extractor's later checks are not evaluated, the run stops there (exit 1 naming the error) and
+    extractor's later checks are not reported, the run stops there (exit 1 naming the error) and
     the snapshot is not published."""
     repo = tmp_path / "history"
     sha = build_repo(FIXTURES / "history", repo)[0]

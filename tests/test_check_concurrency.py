@@ -1,0 +1,117 @@
+"""The checks of one step: those that only read the store run together, the others after them and
+alone (a recomputation may fork a copy of the process), every verdict reported in the declared
+order."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import pytest
+
+from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_gates.checks import SNAPSHOT_CHECKS, SPAN_CHECKS, Check, all_checks, concluded, extractor_check_list
+from kb_gates.verdicts import Verdict
+
+
+@dataclass
+class _Handles:
+    """What a verdict reads through; only ``engine`` is called here (the store made once)."""
+
+    workers: int = 1
+    verify_sample: int = 1
+    verify_max_files: int = 1
+    engines: int = 0
+    running: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def engine(self) -> object:
+        self.engines += 1
+        return object()
+
+    def git(self) -> object:
+        raise AssertionError("not read here")
+
+    def limits(self) -> object:
+        raise AssertionError("not read here")
+
+
+def _check(name: str, verdict: object, *, concurrent: bool) -> Check:
+    return Check(name, name, verdict, concurrent=concurrent)  # type: ignore[arg-type]
+
+
+def test_reading_checks_run_together_and_the_others_alone_after_them() -> None:
+    """Two reading checks meet at a barrier (one after the other, the first would time out); the
+    other check runs when neither is running and no check thread is left."""
+    met = threading.Barrier(2, timeout=20)
+    order: list[str] = []
+
+    def reading(name: str) -> object:
+        def verdict(h: _Handles, sha: str, base: str | None) -> Verdict:
+            with h.lock:
+                h.running.add(name)
+            met.wait()
+            with h.lock:
+                h.running.discard(name)
+                order.append(name)
+            return Verdict(True, [], {"name": name, "sha": sha, "base": base})
+
+        return verdict
+
+    def alone(h: _Handles, sha: str, base: str | None) -> Verdict:
+        checkers = [t.name for t in threading.enumerate() if t.name.startswith("kb-check")]
+        order.append("alone")
+        return Verdict(not h.running and not checkers, sorted(h.running) + checkers)
+
+    handles = _Handles()
+    checks = [
+        _check("a", reading("a"), concurrent=True),
+        _check("alone", alone, concurrent=False),
+        _check("b", reading("b"), concurrent=True),
+    ]
+    found = list(concluded(checks, handles, "s" * 40, "base"))  # type: ignore[arg-type]
+    assert [v.figures.get("name") for v in found] == ["a", None, "b"]
+    assert found[0].figures == {"name": "a", "sha": "s" * 40, "base": "base"}
+    assert found[1].passed, found[1].evidence
+    assert sorted(order[:2]) == ["a", "b"]
+    assert order[2] == "alone"
+    assert handles.engines == 1
+
+
+def test_a_check_that_raises_stops_the_verdicts_at_its_place() -> None:
+    """The verdicts before the failing check are given; the exception comes where it stands in the
+    order, whether the failing check read concurrently or not."""
+
+    def fine(h: _Handles, sha: str, base: str | None) -> Verdict:
+        return Verdict(True, [])
+
+    def broken(h: _Handles, sha: str, base: str | None) -> Verdict:
+        raise RuntimeError("gate broke")
+
+    for concurrent in (True, False):
+        checks = [
+            _check("first", fine, concurrent=True),
+            _check("broken", broken, concurrent=concurrent),
+            _check("last", fine, concurrent=True),
+        ]
+        found = concluded(checks, _Handles(), "s" * 40, None)  # type: ignore[arg-type]
+        assert next(found).passed
+        with pytest.raises(RuntimeError, match="gate broke"):
+            next(found)
+
+
+def test_the_concurrent_checks_are_the_store_reads() -> None:
+    """Which checks of the Definitions may run beside another: those that only query the store.
+    The reproducibility gate (it may recompute and fork) and the cache check (it parses blobs read
+    from git) run alone."""
+    declared = [*SPAN_CHECKS, *SNAPSHOT_CHECKS, *(c for ex in EXTRACTORS for c in extractor_check_list(ex))]
+    assert {c.name for c in declared if c.concurrent} == {
+        "every_artifact_grounded",
+        "artifact_frame_valid",
+        "span_frame_valid",
+        "zero_orphans",
+        "invalidation_exact",
+    }
+    assert {c.name for c in declared if not c.concurrent} == {"ids_reproducible", "blob_cache_reproduces"}
+    stepped = {spec.key.name for check in all_checks() for spec in check.check_specs}
+    assert stepped == {c.name for c in declared}
