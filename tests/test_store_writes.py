@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import pytest
 import sqlalchemy as sa
 
-from kb_assets.core.models import Gap, Grounding, ParsedBlob
+from kb_assets.core.models import Artifact, Gap, Grounding, ParsedBlob
 from kb_resources.store import bulk, commit_reads, reads, writes
 from kb_resources.store.bulk import stored_keys
 from kb_resources.store.engine import Store
@@ -178,6 +179,60 @@ def test_insert_artifacts_writes_a_repeated_artifact_or_edge_once(store: Store) 
         assert writes.insert_artifacts(conn, [doubled, base, doubled]) == 1
     rows = _everything(store)["artifact_derived_from"]
     assert [r[:4] for r in rows] == [(base.artifact_id, ALPHA.span_id, "m.py", "caller")]
+
+
+def test_an_artifact_stored_meanwhile_by_another_writer_is_skipped_not_an_error(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New artifacts go in by a plain COPY; when one of them was stored by another writer after
+    ``stored_keys`` looked (here: ``stored_keys`` answers as it would have just before), the COPY
+    is rolled back to its savepoint and the batch goes through ``ON CONFLICT``: the other
+    writer's rows stay as they were, the new artifact is written once with its grounding, and the
+    caller's transaction goes on."""
+    old = grounded("call:old", [Grounding(ALPHA.span_id, "m.py", "caller")])
+    new = grounded("call:new", [Grounding(BETA.span_id, "m.py", "callee")])
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA]})
+        assert writes.insert_artifacts(conn, [old]) == 1
+    monkeypatch.setattr(writes, "stored_keys", lambda *args, **kwargs: set())
+    with store.engine.begin() as conn:
+        assert writes.insert_artifacts(conn, [new, old]) == 1
+        publish(conn, SHA1, [old, new])
+    rows = _everything(store)
+    assert sorted(str(r[0]) for r in rows["artifact"]) == sorted([old.artifact_id, new.artifact_id])
+    assert sorted(r[:2] for r in rows["artifact_derived_from"]) == sorted(
+        [(old.artifact_id, ALPHA.span_id), (new.artifact_id, BETA.span_id)]
+    )
+
+
+def test_a_copy_waits_for_a_writer_of_the_same_artifact_and_then_skips_it(store: Store) -> None:
+    """Two writers of one new artifact at once: the second's COPY waits for the first's
+    transaction, and once that commits, writes only what the first did not (no unique violation
+    reaches the caller, no grounding row twice)."""
+    shared = grounded("call:shared", [Grounding(ALPHA.span_id, "m.py", "caller")])
+    own = grounded("call:own", [Grounding(BETA.span_id, "m.py", "callee")])
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA]})
+    first = store.engine.connect()
+    first.begin()
+    assert writes.insert_artifacts(first, [shared]) == 1
+    found: list[int] = []
+    second = threading.Thread(target=lambda: found.append(_insert_in_own_transaction(store, [own, shared])))
+    second.start()
+    second.join(timeout=1.0)
+    assert second.is_alive()  # waiting for the first writer's transaction
+    first.commit()
+    first.close()
+    second.join(timeout=30)
+    assert found == [1]
+    rows = _everything(store)
+    assert sorted(str(r[0]) for r in rows["artifact"]) == sorted([shared.artifact_id, own.artifact_id])
+    assert len(rows["artifact_derived_from"]) == 2
+
+
+def _insert_in_own_transaction(store: Store, artifacts: list[Artifact]) -> int:
+    with store.engine.begin() as conn:
+        return writes.insert_artifacts(conn, artifacts)
 
 
 def test_copy_round_trips_awkward_text(store: Store) -> None:

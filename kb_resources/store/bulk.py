@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,6 +160,44 @@ def insert_new_keys(
     count, keys = _insert_new(conn, table, columns, rows, order_by=(key,), returning=key)
     _loaded(conn, table, count, log)
     return set(keys)
+
+
+def insert_missing_keys(
+    conn: sa.Connection,
+    table: str,
+    columns: Sequence[str],
+    rows: Callable[[], Iterable[Sequence[object]]],
+    *,
+    key: str,
+    log: LoadLog | None = None,
+) -> set[str]:
+    """``insert_new_keys`` for rows the caller has just found missing (``stored_keys``): the rows
+    ``rows()`` gives, in ``key`` order and each key once, go straight into ``table`` by one COPY.
+
+    Staging them and inserting ``ON CONFLICT DO NOTHING`` costs more than twice as much (38k
+    artifact rows of Django's call edges: 0.83-0.96 s against 0.36-0.42 s), and only protects
+    against a key that another writer stored since the caller looked. So the COPY runs under a
+    savepoint: if such a key turns up (a unique violation; the other writer's statement is waited
+    for first, and rows in key order take their locks in the same order as ``insert_new_keys``
+    does), the savepoint is rolled back and ``rows()`` is sent again through ``insert_new_keys``,
+    which returns only the keys this statement inserted.
+    """
+    raw = _driver_connection(conn)
+    at = columns.index(key)
+    sent: list[str] = []
+
+    def keyed() -> Iterable[Sequence[object]]:
+        for row in rows():
+            sent.append(str(row[at]))
+            yield row
+
+    try:
+        with raw.transaction():  # a savepoint: the caller's transaction is open
+            _copy(raw, sql.Identifier(table), columns, keyed())
+    except psycopg.errors.UniqueViolation:
+        return insert_new_keys(conn, table, columns, rows(), key=key, log=log)
+    _loaded(conn, table, len(sent), log)
+    return set(sent)
 
 
 def copy_loaded_rows(

@@ -14,7 +14,7 @@ one commit take turns and the second simply rewrites the same rows.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -29,6 +29,7 @@ from kb_resources.store.bulk import (
     copy_loaded_rows,
     copy_new_rows,
     copy_rows,
+    insert_missing_keys,
     insert_new_keys,
     stored_keys,
 )
@@ -109,7 +110,8 @@ def insert_encoded_blobs(
     span_columns = ("span_id", "lang", "kind", "fq_symbol_path")
     copy_new_rows(conn, "code_span", span_columns, span_rows.values(), order_by=("span_id",), log=log)
     blob_columns = ("blob_id", "parser_version", "line_count", "facts", "gaps")
-    fresh = insert_new_keys(conn, "parsed_blob", blob_columns, blob_rows, key="blob_id", log=log)
+    blob_rows.sort(key=lambda row: str(row[0]))  # blobs the cache lacked (a forced re-parse aside)
+    fresh = insert_missing_keys(conn, "parsed_blob", blob_columns, lambda: blob_rows, key="blob_id", log=log)
     # A blob's placements go in with its parsed_blob row, in one transaction: only those of the
     # blobs this statement inserted are sent, by a plain COPY (no other writer can have any): on a
     # full Django index 0.55 s of statements instead of 0.84 s through a staged ``ON CONFLICT``.
@@ -132,31 +134,32 @@ def insert_artifacts(
     # so a stored id already has every row this batch would send: a one-file commit re-derives
     # ~88k artifacts of Django of which a handful are new, and only those are serialized and sent.
     stored = stored_keys(conn, "artifact", "artifact_id", {a.artifact_id for a in batch})
-    batch = [a for a in batch if a.artifact_id not in stored]
-    if not batch:
+    missing = sorted({a.artifact_id: a for a in batch if a.artifact_id not in stored}.items())
+    if not missing:
         return 0
-    artifact_rows = (  # serialized while COPY sends them, never all held at once
-        (
-            a.artifact_id,
-            a.kind,
-            a.logical_key,
-            a.extractor_id,
-            a.extractor_version,
-            str(a.method),
-            a.confidence,
-            canonical_json(dict(a.payload)),
-            a.prompt_version,
-            a.model_id,
-        )
-        for a in batch
-    )
-    inserted = insert_new_keys(
+
+    def artifact_rows() -> Iterator[tuple[object, ...]]:  # serialized while COPY sends them
+        for _, a in missing:
+            yield (
+                a.artifact_id,
+                a.kind,
+                a.logical_key,
+                a.extractor_id,
+                a.extractor_version,
+                str(a.method),
+                a.confidence,
+                canonical_json(dict(a.payload)),
+                a.prompt_version,
+                a.model_id,
+            )
+
+    inserted = insert_missing_keys(
         conn, "artifact", ARTIFACT_RECORD_COLUMNS, artifact_rows, key="artifact_id", log=log
     )
     # The grounding of the artifacts this statement inserted: no other transaction can have any.
     # Sent one artifact at a time in id order (a batch may repeat an artifact, and an artifact not
     # built by ``build_artifacts`` may repeat an edge: each row is sent once).
-    fresh = {a.artifact_id: a for a in batch if a.artifact_id in inserted}
+    fresh = {aid: a for aid, a in missing if aid in inserted}
     rows = (
         (aid, *row)
         for aid in sorted(fresh)
