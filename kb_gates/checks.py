@@ -55,7 +55,13 @@ class Check:
     description: str
     verdict: CheckVerdict
     blocking: bool = True
-    concurrent: bool = False
+    concurrent: bool | Callable[[verdicts.Handles, str], bool] = False
+    """True for a check that only reads the store; a function of (handles, commit) for one that
+    does only at some commits."""
+
+    def runs_beside_others(self, h: verdicts.Handles, sha: str) -> bool:
+        """Whether this check may run at ``sha`` beside the step's other such checks."""
+        return self.concurrent(h, sha) if callable(self.concurrent) else self.concurrent
 
 
 def concluded(
@@ -63,14 +69,14 @@ def concluded(
 ) -> Iterator[verdicts.Verdict]:
     """Each check's verdict, in ``checks`` order.
 
-    The ``concurrent`` checks (store reads: a query and its validation) run together first, one
-    thread and connection each, so that the server answers them on both cores: a full Django
-    index's check steps took 3.3-3.4 s one after the other and 2.4-2.6 s together. The others run
-    afterwards in this thread, alone: a recomputation may fork a copy of the process, which
-    ``forked.can_fork`` allows only to a process with one thread. A check that raises stops the
-    iteration at its place in the order, as it would one after the other.
+    The checks that run beside others at ``sha`` (``Check.concurrent``: store reads, a query and
+    its validation, or a sample of blobs parsed again) run together first, one thread and
+    connection each, so that the server answers them on both cores. The others run afterwards in
+    this thread, alone: a recomputation may fork a copy of the process, which ``forked.can_fork``
+    allows only to a process with one thread. A check that raises stops the iteration at its
+    place in the order, as it would one after the other.
     """
-    shared = [c for c in checks if c.concurrent]
+    shared = [c for c in checks if c.runs_beside_others(h, sha)]
     found: dict[int, Future[verdicts.Verdict]] = {}
     if len(shared) > 1:
         h.engine()  # made once here: ``KnowbaseResource`` caches it per process, not per thread
@@ -154,6 +160,7 @@ def extractor_check_list(extractor: Extractor) -> list[Check]:
             "sample of the staged records recompute from what was stored, and the full recomputation "
             "runs in ``verify_commit`` (check ``extractions_reproducible``).",
             partial(verdicts.reproducible, extractor=extractor),
+            concurrent=verdicts.reads_a_stored_sample,
         ),
         Check(
             "artifact_frame_valid",
@@ -186,6 +193,7 @@ SPAN_CHECKS = [
         "blob_cache_reproduces",
         "A sample of the commit's blobs, re-parsed from scratch, matches the cache (incremental == full).",
         _whole(verdicts.blob_cache_reproduces),
+        concurrent=True,
     ),
 ]
 """The checks of ``code_spans``."""

@@ -116,12 +116,18 @@ def ids_reproducibility(
     """The blocking reproducibility gate: the full recomputation for a commit of up to
     ``max_files`` Python files, else the stored sample (``verify_commit`` recomputes it all), drawn
     from the records new since ``base`` when the set is large and ``base`` proven (``delta_since``)."""
-    if len(repo.python_files(sha)) <= max_files:
+    if recomputes(repo, sha, max_files):
         diff = reproducibility_diff(repo, engine, sha, extractor, limits=limits, workers=workers)
         return Reproducibility("recomputed", None, diff)
     since = delta_since(engine, sha, extractor.extractor_id, base)
     diff = stored_ids_diff(engine, sha, extractor.extractor_id, sample=sample, since=since)
     return Reproducibility("stored sample", since, diff)
+
+
+def recomputes(repo: GitRepo, sha: str, max_files: int) -> bool:
+    """Whether ``ids_reproducibility`` resolves the commit again (a program of up to ``max_files``
+    Python files) rather than reading a stored sample."""
+    return len(repo.python_files(sha)) <= max_files
 
 
 def extractions_diff(

@@ -69,6 +69,12 @@ def reproducible(h: Handles, sha: str, base: str | None, *, extractor: Extractor
     return Verdict(diff.equal, diff.evidence(), figures)
 
 
+def reads_a_stored_sample(h: Handles, sha: str) -> bool:
+    """Whether ``reproducible`` only reads the store at ``sha`` (a stored sample: the commit has
+    more than ``verify_max_files`` Python files) instead of resolving the program again."""
+    return not gates.recomputes(h.git(), sha, h.verify_max_files)
+
+
 def artifact_frame_valid(h: Handles, sha: str, base: str | None, *, extractor: Extractor) -> Verdict:
     """The staged artifacts (those new since a proven base) conform to ``ARTIFACT_FRAME``,
     validated batch by batch."""

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
 from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_gates import verdicts
 from kb_gates.checks import SNAPSHOT_CHECKS, SPAN_CHECKS, Check, all_checks, concluded, extractor_check_list
 from kb_gates.verdicts import Verdict
+from kb_resources.git.repo import GitRepo
+from tests.gitfixtures import build_repo
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 @dataclass
@@ -100,18 +106,43 @@ def test_a_check_that_raises_stops_the_verdicts_at_its_place() -> None:
             next(found)
 
 
-def test_the_concurrent_checks_are_the_store_reads() -> None:
-    """Which checks of the Definitions may run beside another: those that only query the store.
-    The reproducibility gate (it may recompute and fork) and the cache check (it parses blobs read
-    from git) run alone."""
+def test_which_checks_run_beside_others() -> None:
+    """Store reads and the cache check (a sample of blobs parsed again, nothing forked) always run
+    beside the step's others; the reproducibility gate only where it reads a stored sample."""
     declared = [*SPAN_CHECKS, *SNAPSHOT_CHECKS, *(c for ex in EXTRACTORS for c in extractor_check_list(ex))]
-    assert {c.name for c in declared if c.concurrent} == {
+    assert {c.name for c in declared if c.concurrent is True} == {
         "every_artifact_grounded",
         "artifact_frame_valid",
         "span_frame_valid",
+        "blob_cache_reproduces",
         "zero_orphans",
         "invalidation_exact",
     }
-    assert {c.name for c in declared if not c.concurrent} == {"ids_reproducible", "blob_cache_reproduces"}
+    assert {c.name for c in declared if callable(c.concurrent)} == {"ids_reproducible"}
+    assert all(c.concurrent is verdicts.reads_a_stored_sample for c in declared if callable(c.concurrent))
     stepped = {spec.key.name for check in all_checks() for spec in check.check_specs}
     assert stepped == {c.name for c in declared}
+
+
+@dataclass
+class _GitHandles(_Handles):
+    repo: GitRepo | None = None
+
+    def git(self) -> GitRepo:
+        assert self.repo is not None
+        return self.repo
+
+
+def test_the_reproducibility_gate_runs_beside_others_only_where_it_reads_a_stored_sample(
+    tmp_path: Path,
+) -> None:
+    """Up to ``verify_max_files`` Python files the gate resolves the program again (which may fork
+    a copy of the process) and runs alone; above, it reads a stored sample, like the other checks."""
+    repo = tmp_path / "history"
+    sha = build_repo(FIXTURES / "history", repo)[0]
+    git = GitRepo.open(repo)
+    files = len(git.python_files(sha))
+    assert files > 1
+    gate = next(c for c in extractor_check_list(EXTRACTORS[0]) if c.name == "ids_reproducible")
+    assert not gate.runs_beside_others(_GitHandles(verify_max_files=files, repo=git), sha)  # type: ignore[arg-type]
+    assert gate.runs_beside_others(_GitHandles(verify_max_files=files - 1, repo=git), sha)  # type: ignore[arg-type]
