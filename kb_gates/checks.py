@@ -48,16 +48,17 @@ CheckVerdict = Callable[[verdicts.Handles, str, str | None], verdicts.Verdict]
 @dataclass(frozen=True, slots=True)
 class Check:
     """One check of an asset: its name, the description the UI shows, whether a failure stops the
-    snapshot, its verdict given the step's handles, commit and base, and whether that verdict only
-    reads the store (``concurrent``: it may run beside the step's other such checks)."""
+    snapshot, its verdict given the step's handles, commit and base, and whether it may run beside
+    the step's other such checks (``concurrent``)."""
 
     name: str
     description: str
     verdict: CheckVerdict
     blocking: bool = True
     concurrent: bool | Callable[[verdicts.Handles, str], bool] = False
-    """True for a check that only reads the store; a function of (handles, commit) for one that
-    does only at some commits."""
+    """True for a check that forks nothing and shares nothing with the others (it reads the store,
+    or parses a sample of blobs); a function of (handles, commit) for one that is such a check only
+    at some commits."""
 
     def runs_beside_others(self, h: verdicts.Handles, sha: str) -> bool:
         """Whether this check may run at ``sha`` beside the step's other such checks."""
@@ -79,7 +80,7 @@ def concluded(
     shared = [c for c in checks if c.runs_beside_others(h, sha)]
     found: dict[int, Future[verdicts.Verdict]] = {}
     if len(shared) > 1:
-        h.engine()  # made once here: ``KnowbaseResource`` caches it per process, not per thread
+        h.engine(), h.git()  # made here: ``KnowbaseResource`` caches them per process, unlocked
         with ThreadPoolExecutor(len(shared), thread_name_prefix="kb-check") as pool:
             found = {id(c): pool.submit(c.verdict, h, sha, base) for c in shared}
     for check in checks:
