@@ -6,7 +6,8 @@ Downloads the corpus as a PyPI sdist (cached under ``--work``), commits it to a 
 repository, and on a fresh embedded store measures, each through the ``kb`` CLI as its own process:
 
 - the full index of the corpus (wall, CPU, peak memory of the ``kb`` process tree);
-- a one-file commit on top of it (cold: a new ``kb index`` process, Dagster run included);
+- a one-file commit on top of it (cold: a new ``kb index`` process, Dagster run included), and a
+  commit that adds one file (the same, through a change of the module map);
 - after each of those two, the run's slowest Dagster steps (``bench/steps.py``), and after each of
   the three, the store's size and its per-commit entries' share (``bench/store_size.py``);
 - the same one-file commit picked up by a warm ``kb watch`` (time from the commit to its snapshot
@@ -188,6 +189,32 @@ def one_file_commit(repo: Path, n: int) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
+def new_file_commit(repo: Path, n: int) -> str:
+    """Add a module next to ``one_file_commit``'s, importing a function from a sibling, and commit
+    it; the new sha. A file added or removed changes the module map, which the call graph's
+    resolutions do not track per name yet: such a commit resolves every file again."""
+    sibling = next(
+        p
+        for p in sorted(repo.rglob("*.py"))
+        if "test" not in str(p.relative_to(repo)) and p.stat().st_size > 2000
+    )
+    module = ".".join(sibling.relative_to(repo).with_suffix("").parts)
+    added = sibling.with_name(f"_kb_bench_new_{n}.py")
+    added.write_text(f"import {module}\n\n\ndef _kb_bench_new_{n}() -> object:\n    return {module}\n")
+    git(repo, "add", str(added.relative_to(repo)))
+    git(repo, "commit", "-q", "-m", f"bench: new file {n}")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def cold_commit(label: str, repo: Path, env: dict[str, str]) -> None:
+    """Index the commit just made in a new ``kb index`` process: its figures, its summary line and
+    its slowest steps."""
+    run = measure(kb("index", str(repo), "--gaps", "0"), env)
+    print(run.line(label))
+    print("   ", run.stdout.strip().splitlines()[0] if run.stdout.strip() else run.stderr.strip()[-300:])
+    steps(repo, env)
+
+
 def _script(script: str, *args: str, env: dict[str, str]) -> None:
     """Run ``bench/<script>`` on the same store, its output in order after ours."""
     sys.stdout.flush()
@@ -333,13 +360,10 @@ def main() -> int:
         steps(repo, env)
         store_size(repo, env)
         one_file_commit(repo, 1)
-        cold = measure(kb("index", str(repo), "--gaps", "0"), env)
-        print(cold.line("one-file commit, cold kb index"))
-        print(
-            "   ", cold.stdout.strip().splitlines()[0] if cold.stdout.strip() else cold.stderr.strip()[-300:]
-        )
-        steps(repo, env)
+        cold_commit("one-file commit, cold kb index", repo, env)
         store_size(repo, env)
+        new_file_commit(repo, 1)
+        cold_commit("new-file commit, cold kb index", repo, env)
         if not args.skip_watch:
             warm = warm_watch_latency(repo, env, 2)  # commits 2, 3 and 4
             shown = (
