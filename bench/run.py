@@ -190,9 +190,9 @@ def one_file_commit(repo: Path, n: int) -> str:
 
 
 def new_file_commit(repo: Path, n: int) -> str:
-    """Add a module next to ``one_file_commit``'s, importing a function from a sibling, and commit
-    it; the new sha. A file added or removed changes the module map, which the call graph's
-    resolutions do not track per name yet: such a commit resolves every file again."""
+    """Add a module next to ``one_file_commit``'s, importing that module, and commit it; the new
+    sha. A file added changes the module map: the call graph resolves again the files whose facts
+    name the new module (``resolutions.looked_up_names``), here only the new file."""
     sibling = next(
         p
         for p in sorted(repo.rglob("*.py"))

@@ -13,6 +13,7 @@ resolving another file, and must still learn which files they read.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 
@@ -51,6 +52,11 @@ BASE: dict[str, str] = {
     "app/helpers.py": "__all__ = ['helper']\n\ndef helper():\n    return 1\n\ndef other():\n    return 2\n",
     "app/tools.py": "from app import factory\n\ndef run(fn):\n    fn()\n    factory.make()\n",
     "app/unrelated.py": "def alone():\n    return len([])\n",
+    "app/outside.py": "import ext\n\ndef reach():\n    ext.foo()\n",
+    "app/waiting.py": (
+        "from app.later import thing\nimport app.plugins.extra\nfrom ext.lib import tool\n\n"
+        "def use():\n    thing()\n    app.plugins.extra.hook()\n    tool()\n"
+    ),
 }
 
 EDITS: dict[str, dict[str, str]] = {
@@ -145,11 +151,100 @@ def test_edits_in_a_row_give_the_full_graph() -> None:
         _, previous = _same_as_full(_program(files, n), previous)
 
 
-def test_a_new_file_resolves_everything() -> None:
-    """A file added changes the module map: no file's resolution is reused."""
+FILE_EDITS: dict[str, dict[str, str | None]] = {
+    "a module nobody names added": {"app/spare.py": "def more():\n    return 1\n"},
+    "a missing module added": {"app/later.py": "def thing():\n    return 1\n"},
+    "a namespace package appears": {"app/plugins/extra.py": "def hook():\n    return 1\n"},
+    "a top-level package appears": {"ext/lib.py": "def tool():\n    return 1\n"},
+    "a star-imported module removed": {"app/helpers.py": None},
+    "an imported package member removed": {"app/tools.py": None},
+    "a module no longer parsed": {"app/factory.py": "def broken(:\n"},
+    "a module parsed again": {"app/factory.py": BASE["app/factory.py"]},
+    "a module added and one removed": {
+        "app/later.py": "def thing():\n    return 2\n",
+        "app/unrelated.py": None,
+    },
+}
+"""Commits that add or remove files (None: the file is deleted), each changing the module map."""
+
+AFTER = {"a module parsed again": "a module no longer parsed"}
+"""Edits made on top of another edit rather than on ``BASE``."""
+
+
+def _applied(files: Mapping[str, str], edit: Mapping[str, str | None]) -> dict[str, str]:
+    out = dict(files)
+    for path, text in edit.items():
+        if text is None:
+            out.pop(path, None)
+        else:
+            out[path] = text
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(FILE_EDITS))
+def test_a_file_added_or_removed_gives_the_full_graph(name: str) -> None:
+    """A file added, removed, no longer parsed or parsed again: the graph built from the base's
+    resolutions is the full build's, though not every file was resolved again."""
+    before = _applied(BASE, FILE_EDITS[AFTER[name]]) if name in AFTER else BASE
+    base = _program(before, 1)
+    edited = _program(_applied(before, FILE_EDITS[name]), 2)
+    graph, _ = _same_as_full(edited, _kept(base))
+    assert graph.resolved is not None
+    assert 1 <= graph.resolved < len(edited.files)
+
+
+def test_a_module_nobody_names_resolves_itself_only() -> None:
+    """A new module whose name no file's facts hold is the only file resolved."""
     base = _program(BASE, 1)
-    grown = _program({**BASE, "app/extra.py": "def more():\n    return 1\n"}, 2)
-    assert _same_as_full(grown, _kept(base))[0].resolved is None
+    grown = _program(_applied(BASE, FILE_EDITS["a module nobody names added"]), 2)
+    assert _same_as_full(grown, _kept(base))[0].resolved == 1
+
+
+def test_files_added_and_removed_in_a_row_give_the_full_graph() -> None:
+    """Each commit's graph built from the one before's, through added and removed files: the
+    read sets of replayed files, rebased onto each commit's file list, stay valid."""
+    files = dict(BASE)
+    previous = _kept(_program(files, 0))
+    for n, name in enumerate([*sorted(FILE_EDITS), *sorted(EDITS)], start=1):
+        files = _applied(files, FILE_EDITS.get(name) or EDITS[name])
+        _, previous = _same_as_full(_program(files, n), previous)
+
+
+def test_read_sets_follow_the_file_list() -> None:
+    """A file added before the others in path order moves every other file's bit: the replayed
+    files' read sets are rebased, so the next commit's edit still reaches the files that read
+    the edited one (an alias rebound in ``factory.py``, read by ``api.py`` and ``alpha.py``)."""
+    files = dict(BASE)
+    previous = _kept(_program(files, 1))
+    files["app/aaa.py"] = "def first():\n    return 0\n"
+    graph, previous = _same_as_full(_program(files, 2), previous)
+    assert graph.resolved == 1
+    files.update(EDITS["alias rebound"])
+    graph, _ = _same_as_full(_program(files, 3), previous)
+    assert graph.resolved is not None
+    assert graph.resolved > 1
+
+
+def test_names_a_module_map_change_can_answer_differently() -> None:
+    """The last component of each module added or removed, and of each package prefix that comes
+    or goes with it (namespace packages, top-level names), but not of prefixes that stay."""
+    before = _program({"app/__init__.py": "", "app/a.py": "def f():\n    return 1\n"}, 1)
+    previous = _kept(before)
+    paths = {**before.module_map.paths, "app.sub.deep": "app/sub/deep.py", "ns.leaf": "ns/leaf.py"}
+    grown = dataclasses.replace(
+        before, sha="2" * 40, module_map=dataclasses.replace(before.module_map, paths=paths)
+    )
+    assert resolutions.looked_up_names(previous, grown) == {"deep", "sub", "leaf", "ns"}
+    gone = dataclasses.replace(grown, module_map=dataclasses.replace(before.module_map, paths={}))
+    assert resolutions.looked_up_names(previous, gone) is None  # a kept file lost its module name
+
+
+def test_a_kept_file_with_another_module_name_resolves_everything() -> None:
+    """A package made of a plain directory renames every module in it: nothing is reused."""
+    base = _program({**BASE, "lib/one.py": "def f():\n    return 1\n"}, 1)
+    renamed = _program({**BASE, "lib/one.py": "def f():\n    return 1\n", "lib/__init__.py": ""}, 2)
+    assert base.module_map.modules["lib/one.py"] != renamed.module_map.modules["lib/one.py"]
+    assert _same_as_full(renamed, _kept(base))[0].resolved is None
 
 
 def test_the_same_commit_is_resolved_afresh() -> None:
@@ -185,6 +280,30 @@ def test_edits_of_real_code_give_the_full_graph() -> None:
         graph, previous = _same_as_full(_program(files, n), previous)
         assert graph.resolved is not None  # no edit adds or removes a file
         resolved.append(graph.resolved)
+    assert sorted(resolved)[len(resolved) // 2] < len(files) / 2
+
+
+def test_files_added_and_removed_in_real_code_give_the_full_graph() -> None:
+    """On real code, modules removed and brought back, and a module added that calls into the
+    package, one commit after the other: each incremental graph is the full build's, and most
+    commits leave most files alone."""
+    files = own_code()
+    previous = _kept(_program(files, 0))
+    added = {
+        "kb_assets/core/callgraph/zz_added.py": (
+            "from kb_assets.core.callgraph.graph import build\nfrom kb_assets.core.callgraph import reads\n\n"
+            "def again(program):\n    reads.Reads(())\n    return build(program)\n"
+        )
+    }
+    steps: list[dict[str, str | None]] = [added]
+    for path in sorted(files)[3::8]:
+        steps += [{path: None}, {path: files[path]}]
+    resolved = []
+    for n, step in enumerate(steps, start=1):
+        files = _applied(files, step)
+        graph, previous = _same_as_full(_program(files, n), previous)
+        resolved.append(graph.resolved if graph.resolved is not None else len(files))
+    assert len(steps) > 6
     assert sorted(resolved)[len(resolved) // 2] < len(files) / 2
 
 

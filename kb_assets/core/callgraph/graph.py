@@ -300,16 +300,18 @@ def _build(
     if stale is None or previous is None or logs is None:
         _resolve_all(graph, passings, cut, logs)
     else:
+        rebase = resolutions.rebased(previous, tuple(sorted(program.files)))
         for path in sorted(scopes.records):
             if path in stale:
                 _resolve(graph.evaluator, passings, list(scopes.file_refs(path)), graph, logs)
             else:
-                logs[path] = replay(graph, passings, previous.logs[path])
+                log = previous.logs[path]
+                logs[path] = replay(graph, passings, log if rebase is None else rebase(log))
         graph.resolved, graph.since = len(stale), previous.sha
     passed = passings.resolve(graph)
     if stale is not None and previous is not None and logs is not None:
         callers = resolutions.callers(logs[path] for path in stale) | resolutions.callers(
-            previous.logs[path] for path in stale
+            previous.logs[path] for path in stale if path in previous.logs
         )
         graph.changed = {key for key in graph.edges if key[0] in callers} | passed | previous.passed
     graph.evaluator.release()
