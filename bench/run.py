@@ -199,6 +199,8 @@ def new_file_commit(repo: Path, n: int) -> str:
         if "test" not in str(p.relative_to(repo)) and p.stat().st_size > 2000
     )
     module = ".".join(sibling.relative_to(repo).with_suffix("").parts)
+    while sibling.with_name(f"_kb_bench_new_{n}.py").exists():  # the corpus keeps earlier runs' commits
+        n += 1
     added = sibling.with_name(f"_kb_bench_new_{n}.py")
     added.write_text(f"import {module}\n\n\ndef _kb_bench_new_{n}() -> object:\n    return {module}\n")
     git(repo, "add", str(added.relative_to(repo)))
