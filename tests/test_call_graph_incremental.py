@@ -237,6 +237,9 @@ def test_names_a_module_map_change_can_answer_differently() -> None:
     assert resolutions.looked_up_names(previous, grown) == {"deep", "sub", "leaf", "ns"}
     gone = dataclasses.replace(grown, module_map=dataclasses.replace(before.module_map, paths={}))
     assert resolutions.looked_up_names(previous, gone) is None  # a kept file lost its module name
+    many = {**before.module_map.paths, **{f"app.m{i}": f"app/m{i}.py" for i in range(70)}}
+    moved = dataclasses.replace(grown, module_map=dataclasses.replace(before.module_map, paths=many))
+    assert resolutions.looked_up_names(previous, moved) is None  # too many names to look for
 
 
 def test_a_kept_file_with_another_module_name_resolves_everything() -> None:
@@ -289,7 +292,7 @@ def test_files_added_and_removed_in_real_code_give_the_full_graph() -> None:
     commits leave most files alone."""
     files = own_code()
     previous = _kept(_program(files, 0))
-    added = {
+    added: dict[str, str | None] = {
         "kb_assets/core/callgraph/zz_added.py": (
             "from kb_assets.core.callgraph.graph import build\nfrom kb_assets.core.callgraph import reads\n\n"
             "def again(program):\n    reads.Reads(())\n    return build(program)\n"

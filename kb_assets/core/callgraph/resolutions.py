@@ -126,6 +126,8 @@ def stale(previous: Resolutions, program: Program, ev: Evaluator, stars: StarNam
     mentioning = naming(program, names) if names else set()
     bit = {path: 1 << i for i, path in enumerate(previous.files)}
     dirty = 0
+    # A log that read a file now gone is never replayed (whoever read it found it by its name,
+    # so ``naming`` reaches those files too; this says it directly).
     for path in (*changed, *gone, *_paths(program, moved), *mentioning):
         dirty |= bit.get(path, 0)
     out = {path for path in records if path not in previous.logs}
@@ -136,7 +138,8 @@ def stale(previous: Resolutions, program: Program, ev: Evaluator, stars: StarNam
 
 def looked_up_names(previous: Resolutions, program: Program) -> set[str] | None:
     """The names whose lookups may now find another module, or None when a file kept from
-    ``previous`` has another module name (everything is resolved again).
+    ``previous`` has another module name or there are too many names (``MAX_LOOKED_UP_NAMES``):
+    everything is resolved again.
 
     Read sets record the files an answer read, not the module names a lookup tested, and a
     lookup of a missing module reads no file. A module that appears or goes (or a file that starts
@@ -168,7 +171,12 @@ def looked_up_names(previous: Resolutions, program: Program) -> set[str] | None:
             prefix = ".".join(parts[:i])
             if (prefix in old_prefixes) != (prefix in new_prefixes):
                 found.add(parts[i - 1])
-    return found
+    return found if len(found) <= MAX_LOOKED_UP_NAMES else None
+
+
+MAX_LOOKED_UP_NAMES = 64
+"""Above this many names (a directory moved, a package split) everything is resolved again:
+``naming`` searches every file's facts for each name, and such a change reaches most files."""
 
 
 def _prefixes(modules: Mapping[str, str]) -> set[str]:
@@ -186,9 +194,9 @@ def naming(program: Program, names: set[str]) -> set[str]:
 
     A file's ``repr`` (made in C; ``repr`` escapes no word character, so a name in a string is in
     its ``repr``) rules out most files at once; only those whose text holds a name somewhere, even
-    inside a longer word, have their strings split into words. On Django, for ``dates``: 0.33 s
-    of ``repr`` over 23 MiB of facts, where walking every value in Python took 0.7 s; a substring
-    alone matched 518 files (``updates``, ``candidates``)."""
+    inside a longer word, have their strings split into words. On Django, for ``dates``: 26
+    files in 0.33-0.41 s (a ``repr`` of 23 MiB of facts), where walking every value in Python
+    took 0.7 s and a substring alone matched 518 files (``updates``, ``candidates``)."""
     found: set[str] = set()
     for path, source in program.files.items():
         text = repr(source.facts)
