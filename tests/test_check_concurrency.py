@@ -30,13 +30,14 @@ class _Handles:
     engines: int = 0
     running: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    repo: object = None
 
     def engine(self) -> object:
         self.engines += 1
         return object()
 
     def git(self) -> object:
-        return object()
+        return self.repo
 
     def limits(self) -> object:
         raise AssertionError("not read here")
@@ -124,15 +125,6 @@ def test_which_checks_run_beside_others() -> None:
     assert stepped == {c.name for c in declared}
 
 
-@dataclass
-class _GitHandles(_Handles):
-    repo: GitRepo | None = None
-
-    def git(self) -> GitRepo:
-        assert self.repo is not None
-        return self.repo
-
-
 def test_the_reproducibility_gate_runs_beside_others_only_where_it_reads_a_stored_sample(
     tmp_path: Path,
 ) -> None:
@@ -144,5 +136,5 @@ def test_the_reproducibility_gate_runs_beside_others_only_where_it_reads_a_store
     files = len(git.python_files(sha))
     assert files > 1
     gate = next(c for c in extractor_check_list(EXTRACTORS[0]) if c.name == "ids_reproducible")
-    assert not gate.runs_beside_others(_GitHandles(verify_max_files=files, repo=git), sha)  # type: ignore[arg-type]
-    assert gate.runs_beside_others(_GitHandles(verify_max_files=files - 1, repo=git), sha)  # type: ignore[arg-type]
+    assert not gate.runs_beside_others(_Handles(verify_max_files=files, repo=git), sha)  # type: ignore[arg-type]
+    assert gate.runs_beside_others(_Handles(verify_max_files=files - 1, repo=git), sha)  # type: ignore[arg-type]

@@ -182,7 +182,6 @@ def insert_missing_keys(
     does), the savepoint is rolled back and ``rows()`` is sent again through ``insert_new_keys``,
     which returns only the keys this statement inserted.
     """
-    raw = _driver_connection(conn)
     at = columns.index(key)
     sent: list[str] = []
 
@@ -192,11 +191,10 @@ def insert_missing_keys(
             yield row
 
     try:
-        with raw.transaction():  # a savepoint: the caller's transaction is open
-            _copy(raw, sql.Identifier(table), columns, keyed())
+        with _driver_connection(conn).transaction():  # a savepoint: the caller's transaction is open
+            copy_loaded_rows(conn, table, columns, keyed(), log=log)
     except psycopg.errors.UniqueViolation:
         return insert_new_keys(conn, table, columns, rows(), key=key, log=log)
-    _loaded(conn, table, len(sent), log)
     return set(sent)
 
 

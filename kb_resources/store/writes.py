@@ -157,13 +157,13 @@ def insert_artifacts(
         conn, "artifact", ARTIFACT_RECORD_COLUMNS, artifact_rows, key="artifact_id", log=log
     )
     # The grounding of the artifacts this statement inserted: no other transaction can have any.
-    # Sent one artifact at a time in id order (a batch may repeat an artifact, and an artifact not
+    # Sent one artifact at a time in id order (``missing``: each artifact once; an artifact not
     # built by ``build_artifacts`` may repeat an edge: each row is sent once).
-    fresh = {aid: a for aid, a in missing if aid in inserted}
     rows = (
         (aid, *row)
-        for aid in sorted(fresh)
-        for row in dict.fromkeys((g.span_id, g.path, g.role) for g in fresh[aid].grounding)
+        for aid, a in missing
+        if aid in inserted
+        for row in dict.fromkeys((g.span_id, g.path, g.role) for g in a.grounding)
     )
     pk = [c.name for c in artifact_derived_from.primary_key.columns]
     copy_loaded_rows(conn, "artifact_derived_from", pk, rows, log=log)
