@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from kb_assets.core import forked
+from kb_assets.core.extractors.base import OnDemandDrafts
 from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing import artifact_writes
@@ -37,13 +38,18 @@ def _calls(version: str) -> CallsExtractor:
     return extractor
 
 
-def _store_in_halves(url: str, repo_path: str, sha: str, version: str, fail_in_copy: bool) -> dict[str, Any]:
+def _store_in_halves(url: str, repo_path: str, sha: str, case: tuple[str, bool, bool]) -> dict[str, Any]:
     """In a spawned process: the call edges' drafts stored by ``store_drafts`` with a copy taking
-    half (batches of 3); the ids, whether a copy was made, and the loads it reported."""
+    half (batches of 3), under ``case`` (the extractor's version, whether the copy fails, whether
+    the drafts are the extractor's ``OnDemandDrafts`` or a list of them); the ids, whether a copy
+    was made, and the loads it reported."""
+    version, fail_in_copy, on_demand = case
     engine = create_store_engine(sa.make_url(url))
     program = load_program(GitRepo.open(repo_path), engine, sha, limits=ParseLimits(), workers=0)
     extractor = _calls(version)
-    drafts: list[Any] = list(extractor.resolve(program).drafts)
+    made_drafts = extractor.resolve(program).drafts
+    assert isinstance(made_drafts, OnDemandDrafts)
+    drafts: Any = made_drafts if on_demand else list(made_drafts)
     made: list[bool] = []
     real = forked.fork
 
@@ -63,7 +69,8 @@ def _store_in_halves(url: str, repo_path: str, sha: str, version: str, fail_in_c
         artifact_writes._store_part = broken  # type: ignore[assignment]
     ids, log = artifact_writes.store_drafts(engine, program, extractor, drafts)
     engine.dispose()
-    return {"ids": ids, "made": made, "loaded": dict(log.rows), "left": sum(d is not None for d in drafts)}
+    left = 0 if on_demand else sum(d is not None for d in drafts)
+    return {"ids": ids, "made": made, "loaded": dict(log.rows), "left": left}
 
 
 def _stored_grounding(engine: sa.Engine, ids: list[str]) -> dict[str, int]:
@@ -80,7 +87,7 @@ def _stored_grounding(engine: sa.Engine, ids: list[str]) -> dict[str, int]:
 
 def test_halves_store_what_one_writer_stores(kb_env: KbEnv, tmp_path: Path) -> None:
     """Under a version the store has not seen (so every artifact is new), with a working copy and
-    with a failing one."""
+    with a failing one, the drafts held in a list or made on demand by each process."""
     sha = build_repo(FIXTURES / "calls_oracle", tmp_path / "repo")[-1]
     assert kb_env.kb("index", tmp_path / "repo").code == 0
     repo = GitRepo.open(tmp_path / "repo")
@@ -90,11 +97,17 @@ def test_halves_store_what_one_writer_stores(kb_env: KbEnv, tmp_path: Path) -> N
         url = engine.url.render_as_string(hide_password=False)
         forget_programs()
         program = load_program(repo, engine, sha, limits=ParseLimits(), workers=1)
-        for version, fail_in_copy in (("split-a", False), ("split-b", True)):
-            expected = run_extractor(_calls(version), program).artifacts
+        cases = (
+            ("split-a", False, False),
+            ("split-b", True, False),
+            ("split-c", False, True),
+            ("split-d", True, True),
+        )
+        for case in cases:
+            expected = run_extractor(_calls(case[0]), program).artifacts
             assert len(expected) > 10
             assert not _stored_grounding(engine, [a.artifact_id for a in expected])
-            found = run_spawned(_store_in_halves, url, str(repo.root), sha, version, fail_in_copy)
+            found = run_spawned(_store_in_halves, url, str(repo.root), sha, case)
             assert found["made"] == [True]
             assert found["left"] == 0
             assert found["ids"] == [a.artifact_id for a in _in_draft_order(program, expected)]

@@ -209,7 +209,9 @@ def test_resolution_is_deterministic() -> None:
         "m.py": "class A:\n    def f(self):\n        self.g()\n    def g(self): pass\ndef h():\n    A().f()\n"
     }
     program = program_from_files(files)
-    assert CallsExtractor().resolve(program) == CallsExtractor().resolve(program)
+    first, second = CallsExtractor().resolve(program), CallsExtractor().resolve(program)
+    assert list(first.drafts) == list(second.drafts)
+    assert first.gaps == second.gaps
 
 
 def test_a_parameter_is_only_called_where_it_is_bound() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kb_assets.core.errors import IdentityConflictError
-from kb_assets.core.extractors.base import Draft
-from kb_assets.core.extractors.calls import CallsExtractor
+from kb_assets.core.extractors.base import Draft, OnDemandDrafts
+from kb_assets.core.extractors.calls import CallsExtractor, EdgeDrafts
 from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.core.grounding import artifact_batches, build_artifacts
 from kb_assets.core.program import Program
@@ -31,7 +31,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 def _calls() -> tuple[Program, tuple[Draft, ...]]:
     files, _ = read_folder(FIXTURES / "calls_oracle" / "01-initial")
     program = program_from_files(files)
-    drafts = CallsExtractor().resolve(program).drafts
+    drafts = tuple(CallsExtractor().resolve(program).drafts)
     assert len(drafts) > 10
     return program, drafts
 
@@ -89,3 +89,33 @@ def test_an_index_written_two_artifacts_at_a_time_stages_the_recomputed_ids(
             assert set(reads.records_by_id(conn, sha, staged)) == set(staged)
         calls = reads.staged_artifact_ids(conn, sha, "calls")
     assert len(calls) > 10
+
+
+def test_call_edge_drafts_are_made_on_demand_and_read_alike_every_way() -> None:
+    """The calls extractor's drafts are ``OnDemandDrafts``: read by index (negative too), by
+    iteration (a chunk at a time) or by parts, they are the same drafts in the same order, each
+    read making them afresh; every logical key occurs once, as the type promises; positions
+    outside the sequence and stepped slices are refused."""
+    files, _ = read_folder(FIXTURES / "calls_oracle" / "01-initial")
+    program = program_from_files(files)
+    drafts = CallsExtractor().resolve(program).drafts
+    assert isinstance(drafts, OnDemandDrafts)
+    n = len(drafts)
+    by_index = [drafts[i] for i in range(n)]
+    assert drafts[-1] == by_index[-1]
+    assert list(drafts) == by_index
+    EdgeDrafts.CHUNK, chunk = 3, EdgeDrafts.CHUNK
+    try:
+        assert list(drafts) == by_index
+    finally:
+        EdgeDrafts.CHUNK = chunk
+    cut = n // 3
+    assert [*drafts[:cut], *drafts[cut:]] == by_index
+    assert list(drafts[cut : cut + 2]) == by_index[cut : cut + 2]
+    assert len(drafts[n : n + 5]) == 0
+    assert drafts[0] is not drafts[0]
+    assert len({(d.kind, d.logical_key) for d in by_index}) == n
+    with pytest.raises(IndexError):
+        drafts[n]
+    with pytest.raises(ValueError, match="step 1"):
+        drafts[::2]

@@ -10,6 +10,10 @@ row. Only drafts whose (kind, logical key) pairs are all distinct are split: the
 check (``grounding.ArtifactBuilder``) compares each draft with every earlier one, which a split
 would hide. If the copy fails, this process stores the second half itself; what is stored is the
 same either way.
+
+Drafts made on demand (``OnDemandDrafts``: the call edges) are not held at all: each process makes
+its half's drafts batch by batch as it builds them, from the program and graph both hold, and
+their logical keys are distinct by that type's contract.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from kb_assets.core import forked
-from kb_assets.core.extractors.base import Draft, Extractor
+from kb_assets.core.extractors.base import Draft, Extractor, OnDemandDrafts
 from kb_assets.core.grounding import artifact_batches
 from kb_assets.core.program import Program
 from kb_resources.store import writes
@@ -37,8 +41,12 @@ SHARE_MIN_DRAFTS = 8_000
 edges are shared since stop 25 (the step 1.16-1.64 -> 0.99 s; the threshold was 20,000)."""
 
 
+Drafts = list[Draft | None] | OnDemandDrafts
+"""Drafts to store: a list whose slots are cleared as they are handed over, or made on demand."""
+
+
 def store_drafts(
-    engine: Engine, program: Program, extractor: Extractor, drafts: list[Draft | None]
+    engine: Engine, program: Program, extractor: Extractor, drafts: Drafts
 ) -> tuple[list[str], LoadLog]:
     """Build and store the artifacts of ``drafts`` ``WRITE_ARTIFACTS`` at a time, each batch in its
     own transaction; their ids in draft order, and what was loaded (for one statistics refresh).
@@ -61,14 +69,17 @@ def store_drafts(
         return ids, log
     theirs, loaded = part
     log.rows.update(loaded)
-    drafts[cut:] = [None] * (len(drafts) - cut)
+    if isinstance(drafts, list):
+        drafts[cut:] = [None] * (len(drafts) - cut)
     return ids + theirs, log
 
 
-def _split(drafts: list[Draft | None]) -> int:
+def _split(drafts: Drafts) -> int:
     """Where the copy's half starts: ``len(drafts)`` (no copy) for few drafts or repeated keys."""
     if len(drafts) < SHARE_MIN_DRAFTS:
         return len(drafts)
+    if isinstance(drafts, OnDemandDrafts):
+        return len(drafts) // 2  # distinct keys by contract
     keys = {(d.kind, d.logical_key) for d in drafts if d is not None}
     return len(drafts) // 2 if len(keys) == len(drafts) else len(drafts)
 
@@ -77,7 +88,7 @@ def _store(
     engine: Engine,
     program: Program,
     extractor: Extractor,
-    drafts: list[Draft | None],
+    drafts: Drafts,
     log: LoadLog,
     *,
     start: int = 0,
@@ -100,7 +111,7 @@ def _store(
 
 
 def _store_part(
-    url: sa.URL, program: Program, extractor: Extractor, drafts: list[Draft | None]
+    url: sa.URL, program: Program, extractor: Extractor, drafts: Drafts
 ) -> tuple[list[str], Counter[str]]:
     """In the forked copy: store ``drafts`` over a new connection (the parent's are not touched)."""
     engine = create_store_engine(url)
@@ -111,9 +122,12 @@ def _store_part(
         engine.dispose()
 
 
-def _handed_over(drafts: list[Draft | None], start: int, end: int) -> Iterator[Draft]:
+def _handed_over(drafts: Drafts, start: int, end: int) -> Iterator[Draft]:
     """Each draft of ``drafts[start:end]`` once, its slot cleared first: a draft is then held
-    only by what is built from it."""
+    only by what is built from it (drafts made on demand are held by nothing else)."""
+    if isinstance(drafts, OnDemandDrafts):
+        yield from drafts[start:end]
+        return
     for i in range(start, end):
         draft = drafts[i]
         drafts[i] = None

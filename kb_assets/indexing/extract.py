@@ -16,12 +16,12 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from kb_assets.core.callgraph.graph import resolutions_in
-from kb_assets.core.extractors.base import Draft, Extraction, Extractor
+from kb_assets.core.extractors.base import Draft, Extraction, Extractor, OnDemandDrafts
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.program import Program
-from kb_assets.indexing.artifact_writes import store_drafts
+from kb_assets.indexing.artifact_writes import Drafts, store_drafts
 from kb_assets.indexing.carries import keep_carry, known_stored, mark_staged, open_carry
 from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
 from kb_resources.store import bulk, writes
@@ -119,9 +119,10 @@ def _extract(
     carry = open_carry(extractor, carry_file)
     with resolutions_in(resolutions) if resolutions is not None else nullcontext():
         extraction, reused, resolved = _extraction(engine, program, extractor, carry)
-    drafts: list[Draft | None] = list(extraction.drafts)
+    made = extraction.drafts
+    drafts: Drafts = made if isinstance(made, OnDemandDrafts) else list[Draft | None](made)
     gaps = extraction.gaps
-    del extraction  # the drafts are now only in ``drafts``, which hands each over once
+    del extraction, made  # the drafts are now only in ``drafts``, which hands each over once
     ids, log = store_drafts(engine, program, extractor, drafts)
     drafted = len(ids)  # the drafts' ids, in draft order (one artifact per call-edge draft)
     ids += reused

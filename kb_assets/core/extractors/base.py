@@ -12,9 +12,10 @@ share one key space in a blob's facts, so each id is unique across both registri
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from abc import abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, overload
 
 from kb_assets.core.models import JSON, Gap, Grounding
 
@@ -45,11 +46,50 @@ class LocatedGrounding:
     end_line: int
 
 
+class OnDemandDrafts(Sequence[Draft]):
+    """Drafts made when they are read, not held: an extractor with very many (the call graph's
+    edges) hands these over instead of a tuple, so that a writer can build, store and drop them a
+    batch at a time, and a forked copy can make its share of them itself from what both processes
+    hold (``kb_assets.indexing.artifact_writes``). Each read makes the draft again.
+
+    Every (kind, logical key) occurs once: the artifacts of two parts can be built apart without
+    a logical-key conflict going unseen."""
+
+    @abstractmethod
+    def draft(self, index: int) -> Draft:
+        """The draft at ``index`` (0 <= index < len)."""
+
+    @abstractmethod
+    def part(self, start: int, end: int) -> OnDemandDrafts:
+        """The drafts from ``start`` to ``end`` (a slice of positions within bounds)."""
+
+    @overload
+    def __getitem__(self, index: int) -> Draft: ...
+    @overload
+    def __getitem__(self, index: slice) -> OnDemandDrafts: ...
+    def __getitem__(self, index: int | slice) -> Draft | OnDemandDrafts:
+        if isinstance(index, slice):
+            start, end, step = index.indices(len(self))
+            if step != 1:
+                raise ValueError("on-demand drafts are sliced with step 1")
+            return self.part(start, max(start, end))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.draft(index)
+
+    def __iter__(self) -> Iterator[Draft]:
+        for index in range(len(self)):
+            yield self.draft(index)
+
+
 @dataclass(frozen=True, slots=True)
 class Extraction:
-    """Everything one extractor produced for one commit."""
+    """Everything one extractor produced for one commit: its drafts (a tuple, or
+    ``OnDemandDrafts``) and gaps."""
 
-    drafts: tuple[Draft, ...]
+    drafts: Sequence[Draft]
     gaps: tuple[Gap, ...] = ()
 
 

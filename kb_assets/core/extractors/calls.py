@@ -21,13 +21,13 @@ function), so that whatever changes how an edge is resolved changes its identity
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from kb_assets.core.callgraph.collect import collect_calls
 from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph, paused_gc
 from kb_assets.core.callgraph.index import FACTS_ID
 from kb_assets.core.callgraph.values import form_names
-from kb_assets.core.extractors.base import Draft, Extraction, LocatedGrounding
+from kb_assets.core.extractors.base import Draft, Extraction, LocatedGrounding, OnDemandDrafts
 from kb_assets.core.models import JSON, Grounding
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParsedSource
@@ -51,11 +51,11 @@ class CallsExtractor:
         return collect_calls(source)
 
     def resolve(self, program: Program) -> Extraction:
-        """One draft per resolved (caller, callee) pair, plus the dynamic-call gaps."""
+        """One draft per resolved (caller, callee) pair (made when read: ``EdgeDrafts``), plus
+        the dynamic-call gaps."""
         with paused_gc():
             graph = call_graph(program)
-            drafts = edge_drafts(program, graph, sorted(graph.edges))
-        return Extraction(drafts=drafts, gaps=tuple(graph.gaps))
+        return Extraction(drafts=EdgeDrafts(program, graph, sorted(graph.edges)), gaps=tuple(graph.gaps))
 
     def render(self, payload: Mapping[str, JSON], grounding: Sequence[LocatedGrounding]) -> dict[str, JSON]:
         """Replace ``site_offsets`` by ``lines``: each offset added to its caller span's first line."""
@@ -66,12 +66,51 @@ class CallsExtractor:
         return {**rendered, "lines": lines}
 
 
-def edge_drafts(program: Program, graph: CallGraph, keys: Iterable[tuple[str, str]]) -> tuple[Draft, ...]:
-    """The drafts of the graph's edges under ``keys`` (caller, callee), in that order (call with
-    the collector paused: the groundings' caches are dropped before it resumes, or it would walk
-    every cached key once more)."""
-    grounds = _Groundings(program)
-    return tuple(_draft(grounds, graph.edges[key]) for key in keys)
+class EdgeDrafts(OnDemandDrafts):
+    """The drafts of the graph's edges under ``keys`` (caller, callee), in that order, each made
+    when read. Held all at once, Django's 75,908 drafts were ~40-60 MiB of the full index's peak
+    and ~0.9 s of one core before the writes could start; made a batch at a time by each writer
+    (this process and a forked copy, ``kb_assets.indexing.artifact_writes``), they are neither.
+    The keys are the graph's edge keys, each once, and the logical key is a function of the key
+    (a dotted path holds no ``->``): every logical key occurs once, as ``OnDemandDrafts`` needs.
+
+    A read of one draft shares the grounding edges made for earlier reads (``_Groundings``);
+    iterating makes them a chunk at a time with the collector paused (``paused_gc``): building
+    drafts allocates ~1M small acyclic objects next to the graph, which young-generation
+    collections would otherwise examine over and over."""
+
+    CHUNK = 4096
+
+    def __init__(self, program: Program, graph: CallGraph, keys: Sequence[tuple[str, str]]) -> None:
+        self._program, self._graph, self._keys = program, graph, keys
+        self._grounds: _Groundings | None = None
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def draft(self, index: int) -> Draft:
+        """The draft of the edge ``keys[index]``."""
+        if self._grounds is None:
+            self._grounds = _Groundings(self._program)
+        return _draft(self._grounds, self._graph.edges[self._keys[index]])
+
+    def part(self, start: int, end: int) -> EdgeDrafts:
+        """The drafts of ``keys[start:end]`` (their own grounding cache: a part may be read in a
+        forked copy)."""
+        return EdgeDrafts(self._program, self._graph, self._keys[start:end])
+
+    def __iter__(self) -> Iterator[Draft]:
+        for start in range(0, len(self._keys), self.CHUNK):
+            with paused_gc():
+                chunk = [self.draft(i) for i in range(start, min(start + self.CHUNK, len(self._keys)))]
+            yield from chunk
+            del chunk
+
+
+def edge_drafts(program: Program, graph: CallGraph, keys: Iterable[tuple[str, str]]) -> EdgeDrafts:
+    """The drafts of the graph's edges under ``keys`` (caller, callee), in that order, made when
+    read (``EdgeDrafts``)."""
+    return EdgeDrafts(program, graph, keys if isinstance(keys, Sequence) else tuple(keys))
 
 
 def logical_key(caller: str, callee: str) -> str:
