@@ -1,4 +1,4 @@
-"""The call graph resolved in two parts, one in a forked copy, is the one-pass graph; and a copy
+"""The call graph resolved in two parts, each in a forked copy, is the one-pass graph; and a copy
 that fails or dies costs time, never the answer.
 
 The builds run in a freshly spawned process: a fork is only made from a process with one thread
@@ -82,15 +82,26 @@ def _ids(program: Program, graph: CallGraph) -> list[str]:
     return sorted(a.artifact_id for a in artifacts)
 
 
-def _compare_builds(fail_in_copy: bool) -> list[tuple[str, int, int, bool, bool, bool]]:
-    """In a spawned process: for each program and several cuts, (program, cut, scopes, whether a
-    copy helped, graph equal to one pass, artifact ids equal)."""
-    if fail_in_copy:
+def _failing(which: str) -> None:
+    """Make the copies resolving the head part (``first``), the tail part (``second``) or both
+    fail; the tail part is the one holding the program's last scope."""
+    real = graph_module.resolve_part
 
-        def broken(*_: object) -> dict[str, FileLog]:
+    def part(program: Program, refs: Any, tracking: bool) -> dict[str, FileLog]:
+        tail = bool(refs) and refs[-1] == list(Scopes(program).refs())[-1]
+        if which == "both" or (which == "second") == tail:
             raise RuntimeError("the copy fails")
+        return real(program, refs, tracking)
 
-        graph_module.resolve_part = broken  # type: ignore[assignment]
+    graph_module.resolve_part = part
+
+
+def _compare_builds(fail: str | None) -> list[tuple[str, int, int, bool, bool, bool]]:
+    """In a spawned process, the copies failing as ``_failing(fail)`` says: for each program and
+    several cuts, (program, cut, scopes, whether a copy helped, graph equal to one pass, artifact
+    ids equal)."""
+    if fail is not None:
+        _failing(fail)
     out = []
     for name, program in _programs().items():
         n = len(list(Scopes(program).refs()))
@@ -105,7 +116,7 @@ def _compare_builds(fail_in_copy: bool) -> list[tuple[str, int, int, bool, bool,
 
 
 def test_parts_give_the_one_pass_graph() -> None:
-    results = run_spawned(_compare_builds, False)
+    results = run_spawned(_compare_builds, None)
     assert {name for name, *_ in results} == {"cycles", "oracle", "own"}
     for name, cut, n, helped, same, same_ids in results:
         assert helped == (cut < n), (name, cut)
@@ -144,10 +155,17 @@ def test_parts_keep_the_one_pass_resolutions() -> None:
 
 
 def test_a_failing_copy_is_redone_here() -> None:
-    for name, cut, n, helped, same, same_ids in run_spawned(_compare_builds, True):
+    """Both copies failing, or either one: the parts they failed are resolved here, before or
+    after replaying the other's, and the graph is still the one-pass graph."""
+    for name, cut, n, helped, same, same_ids in run_spawned(_compare_builds, "both"):
         assert not helped, (name, cut)
         assert same, (name, cut, n)
         assert same_ids, (name, cut, n)
+    for which in ("first", "second"):
+        for name, cut, n, helped, same, same_ids in run_spawned(_compare_builds, which):
+            assert helped == (cut < n), (which, name, cut)
+            assert same, (which, name, cut, n)
+            assert same_ids, (which, name, cut, n)
 
 
 def test_small_programs_are_not_split() -> None:
@@ -165,7 +183,7 @@ def test_the_split_follows_the_sites(monkeypatch: Any) -> None:
     cut = parts.split(scopes, refs)
     sites = [len(scopes.record(ref).get("calls", ())) for ref in refs]
     assert 0 < cut < len(refs)
-    assert sum(sites[: cut - 1]) < parts.OWN_SHARE * sum(sites) <= sum(sites[:cut])
+    assert sum(sites[: cut - 1]) < parts.FIRST_SHARE * sum(sites) <= sum(sites[:cut])
 
 
 def _forked(work: Any) -> Any:

@@ -12,8 +12,8 @@ site's callee in its scope and keeps:
 * ``externals`` — per caller, every call resolved outside the repository (process-path sinks).
 * ``gaps`` — ``getattr(...)()``, ``eval`` and ``exec`` calls (``dynamic_call``), and ``stats``.
 
-On a large program a forked copy of the process resolves the later scopes at the same time and
-the parts are merged into the one-pass graph (``parts``); that rests on memoized answers not
+On a large program two forked copies of the process resolve the earlier and the later scopes at
+the same time and the parts are merged into the one-pass graph (``parts``); that rests on memoized answers not
 depending on the order of resolution (``guards``).
 """
 
@@ -133,7 +133,7 @@ class CallGraph:
     gaps: list[Gap] = field(default_factory=list)
     stats: Counter[str] = field(default_factory=Counter)
     helped: bool = False
-    """Whether a forked copy resolved part of the scopes (``parts``)."""
+    """Whether a forked copy resolved some of the scopes (``parts``)."""
     resolved: int | None = None
     """Files resolved again from the last commit's resolutions (None: every file was resolved)."""
     since: str | None = None
@@ -290,7 +290,7 @@ def _build(
 ) -> tuple[CallGraph, Resolutions | None]:
     """Resolve the program's scopes into a graph: only the files ``previous`` cannot vouch for
     (``resolutions.stale``), the others replayed from it; or all of them, those before ``cut``
-    here and, where a forked copy can be made, the rest in the copy at the same time (``parts``;
+    and the rest each in a forked copy where one can be made, at the same time (``parts``;
     ``cut`` defaults to ``parts.split``'s). With ``keep``, also what it resolved, for the next build."""
     graph, passings = _empty(program, tracking=keep)
     scopes = graph.evaluator.scopes
@@ -325,26 +325,33 @@ def _build(
 def _resolve_all(
     graph: CallGraph, passings: Passings, cut: int | None, logs: dict[str, FileLog] | None
 ) -> None:
-    """Resolve every scope: those before ``cut`` here, the rest in a forked copy when one can be
-    made (its logs replayed after this process's scopes); each file's log into ``logs`` if given."""
+    """Resolve every scope: those before ``cut`` and those after it each in a forked copy when one
+    can be made, both at once, their logs replayed here in path order (``parts``); each file's log
+    into ``logs`` if given. A part whose copy cannot be made or fails is resolved here."""
     ev = graph.evaluator
     refs = list(ev.scopes.refs())
     cut = parts.split(ev.scopes, refs) if cut is None else cut
     tracking = logs is not None
-    helper = fork(partial(resolve_part, ev.scopes.program, refs[cut:], tracking)) if cut < len(refs) else None
-    with helper if helper is not None else nullcontext():
-        _resolve(ev, passings, refs[:cut], graph, logs)
-        part = helper.result() if helper is not None else None
-    if part is None:
-        _resolve(ev, passings, refs[cut:], graph, logs)
+    if cut >= len(refs):
+        _resolve(ev, passings, refs, graph, logs)
         return
-    graph.helped = True
-    for path, log in part.items():
-        replay(graph, passings, log)
-        if logs is not None and path in logs:
-            logs[path].extend(log)
-        elif logs is not None:
-            logs[path] = log
+    program = ev.scopes.program
+    halves = (refs[:cut], refs[cut:])
+    first = fork(partial(resolve_part, program, halves[0], tracking))
+    second = fork(partial(resolve_part, program, halves[1], tracking)) if first is not None else None
+    with first or nullcontext(), second or nullcontext():
+        for helper, half in zip((first, second), halves, strict=True):
+            part = helper.result() if helper is not None else None
+            if part is None:
+                _resolve(ev, passings, half, graph, logs)
+                continue
+            graph.helped = True
+            for path, log in part.items():
+                replay(graph, passings, log)
+                if logs is not None and path in logs:
+                    logs[path].extend(log)
+                elif logs is not None:
+                    logs[path] = log
 
 
 def _empty(program: Program, *, tracking: bool = False) -> tuple[CallGraph, Passings]:
@@ -361,7 +368,7 @@ def _empty(program: Program, *, tracking: bool = False) -> tuple[CallGraph, Pass
 
 def resolve_part(program: Program, refs: Sequence[ScopeRef], tracking: bool) -> dict[str, FileLog]:
     """Resolve ``refs`` with a fresh evaluator (in a forked copy: ``_build``) and hand back each
-    file's log, for the parent to replay after its own scopes (the copy builds no graph)."""
+    file's log, for the parent to replay in path order (the copy builds no graph)."""
     graph, passings = _empty(program, tracking=tracking)
     logs: dict[str, FileLog] = {}
     _resolve(graph.evaluator, passings, refs, None, logs)
@@ -390,7 +397,7 @@ def _resolve(
             replay(graph, passings, log)
         if logs is None:
             continue
-        if path in logs:  # a file whose scopes were split between this process and the copy
+        if path in logs:  # a file whose scopes were split between two parts
             logs[path].extend(log)
         else:
             logs[path] = log
