@@ -172,20 +172,21 @@ def stored_ids_diff(
     return compare(chosen, again)
 
 
-def span_frame(engine: Engine, sha: str, *, since: str | None = None) -> pl.DataFrame:
-    """The commit's span occurrences as a frame (validated against ``SPAN_FRAME``); given ``since``
-    (a proven base), those on files whose blob differs there."""
+def span_frames(engine: Engine, sha: str, *, since: str | None = None) -> Iterator[pl.DataFrame]:
+    """The commit's span occurrences as frames of one batch each (``reads.span_frame_batches``),
+    validated against ``SPAN_FRAME`` one at a time; given ``since`` (a proven base), those on
+    files whose blob differs there."""
     with engine.connect() as conn:
-        rows = reads.span_occurrences(conn, sha, parser_version(), since=since)
-    return pl.DataFrame(
-        {
-            "span_id": [r.span_id for r in rows],
-            "path": [r.path for r in rows],
-            "start_line": [r.start_line for r in rows],
-            "end_line": [r.end_line for r in rows],
-        },
-        schema={"span_id": pl.Utf8, "path": pl.Utf8, "start_line": pl.Int64, "end_line": pl.Int64},
-    )
+        for batch in reads.span_frame_batches(conn, sha, parser_version(), since=since):
+            yield pl.DataFrame(
+                {
+                    "span_id": [r[0] for r in batch],
+                    "path": [r[1] for r in batch],
+                    "start_line": [r[2] for r in batch],
+                    "end_line": [r[3] for r in batch],
+                },
+                schema={"span_id": pl.Utf8, "path": pl.Utf8, "start_line": pl.Int64, "end_line": pl.Int64},
+            )
 
 
 def artifact_frames(

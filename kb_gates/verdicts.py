@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.spans import ParseLimits
 from kb_gates import gates, history
-from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, batched_errors, validation_errors
+from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, batched_errors
 from kb_resources.git.repo import GitRepo
 
 STORED_ID_SAMPLE = 2000
@@ -86,10 +86,9 @@ def artifact_frame_valid(h: Handles, sha: str, base: str | None, *, extractor: E
 
 def span_frame_valid(h: Handles, sha: str, base: str | None) -> Verdict:
     """The commit's span occurrences (those on files the proven ``base`` did not have) conform to
-    ``SPAN_FRAME``."""
-    rows = gates.span_frame(h.engine(), sha, since=base)
-    errors = validation_errors(SPAN_FRAME, rows)
-    return Verdict(not errors, errors, {"checked": rows.height, "since": base or "none"})
+    ``SPAN_FRAME``, validated batch by batch."""
+    checked, errors = batched_errors(SPAN_FRAME, gates.span_frames(h.engine(), sha, since=base))
+    return Verdict(not errors, errors, {"checked": checked, "since": base or "none"})
 
 
 def blob_cache_reproduces(h: Handles, sha: str) -> Verdict:

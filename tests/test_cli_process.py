@@ -76,3 +76,93 @@ def test_the_mcp_server_program_tunes_the_collector_too() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert f"thresholds {COLLECTOR_THRESHOLDS}" in proc.stdout
+
+
+SCRIPT_END = """
+cli.main = lambda argv=None: RUN()
+if sys.argv[1] == "entry":
+    cli.entry()
+else:
+    sys.exit(RUN())
+"""
+
+
+def _printed(script: str, how: str) -> str:
+    """What ``script`` (defining ``RUN``) prints when ``RUN`` runs as the ``kb`` console script's
+    command (``how`` = "entry") or as a plain function ("plain")."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script + SCRIPT_END, how],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+COUNT_ARENAS = """
+import ctypes, os, sys, tempfile, threading
+from kb_assets.cli import main as cli
+
+def arenas():
+    barrier = threading.Barrier(4)
+    def work():
+        barrier.wait()
+        kept = [bytes(300) for _ in range(2000)]  # allocated while all four threads live
+        barrier.wait()
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    libc = ctypes.CDLL(None)
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    path = tempfile.mktemp()
+    stream = libc.fopen(path.encode(), b"w")
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    text = open(path).read()
+    os.unlink(path)
+    print(text.count("<heap nr="))
+    return 0
+
+RUN = arenas
+"""
+
+
+def test_the_console_script_keeps_one_malloc_arena() -> None:
+    """Threads that allocate at once get arenas of their own (glibc's ``malloc_info`` lists one
+    heap per arena), except under ``entry``, which limits the process to one: memory a check's
+    thread freed is reused by the rest of the run (``process.one_malloc_arena``)."""
+
+    assert int(_printed(COUNT_ARENAS, "plain")) > 1
+    assert int(_printed(COUNT_ARENAS, "entry")) == 1
+
+
+VALIDATE_A_FRAME = """
+import sys
+import polars as pl
+from kb_assets.cli import main as cli
+from kb_gates.frames import SPAN_FRAME, validation_errors
+
+def validate():
+    frame = pl.DataFrame({"span_id": ["a" * 64], "path": ["m.py"], "start_line": [1], "end_line": [2]})
+    assert validation_errors(SPAN_FRAME, frame) == []
+    print(sys.modules.get("hypothesis") is not None)
+    return 0
+
+RUN = validate
+"""
+
+
+def test_the_console_script_validates_frames_without_importing_hypothesis() -> None:
+    """pandera imports hypothesis (installed here for the test suite) on its first validation;
+    under ``entry`` that import fails as in a plain install and the validation still works
+    (``process.skip_unused_imports``)."""
+
+    assert _printed(VALIDATE_A_FRAME, "plain") == "True"
+    assert _printed(VALIDATE_A_FRAME, "entry") == "False"

@@ -1,5 +1,6 @@
-"""The artifact frame check reads and validates a staged set batch by batch and finds what the
-whole frame's validation finds: a bad row in any batch, a duplicate id across two batches."""
+"""The frame checks read and validate a staged set, or a commit's span occurrences, batch by
+batch and find what the whole frame's validation finds: a bad row in any batch, a duplicate id
+across two batches."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import pytest
 
 from kb_assets.core.models import Grounding
 from kb_gates import gates
-from kb_gates.frames import ARTIFACT_FRAME, batched_errors, validation_errors
+from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, batched_errors, validation_errors
 from kb_resources.store import commit_reads, reads
 from kb_resources.store.engine import Store
-from tests.storefixtures import grounded, publish, seed_commit, sha_of, span
+from tests.storefixtures import PARSER_VERSION, grounded, publish, seed_commit, sha_of, span
 
 SHA = sha_of("frames")
 ALPHA = span("alpha", 1, 3)
@@ -76,3 +77,37 @@ def test_a_staged_set_reads_the_same_in_any_batch_size(
     frames = list(gates.artifact_frames(store.engine, SHA, "test"))
     assert batched_errors(ARTIFACT_FRAME, frames, ordered_unique="artifact_id") == (5, [])
     assert [aid for frame in frames for aid in frame["artifact_id"].to_list()] == [row[0] for row in expected]
+
+
+@pytest.mark.parametrize("batch", [1, 2, reads.SPAN_FRAME_BATCH])
+def test_span_occurrences_read_the_same_in_any_batch_size(
+    store: Store, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Streamed in batches of one, two or the default, the span frame's rows are the commit's
+    occurrences in ``span_occurrences``' order, and they pass the check."""
+    monkeypatch.setattr(reads, "SPAN_FRAME_BATCH", batch)
+    monkeypatch.setattr(gates, "parser_version", lambda: PARSER_VERSION)  # the fixture's blobs
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA, {"m.py": [ALPHA, span("beta", 5, 9)], "a.py": [span("gamma", 2, 2)]})
+    with store.engine.connect() as conn:
+        whole = reads.span_occurrences(conn, SHA, PARSER_VERSION)
+        batches = list(reads.span_frame_batches(conn, SHA, PARSER_VERSION))
+    assert [row for b in batches for row in b] == [
+        (o.span_id, o.path, o.start_line, o.end_line) for o in whole
+    ]
+    assert len(batches) == -(-len(whole) // batch)
+    frames = list(gates.span_frames(store.engine, SHA))
+    assert batched_errors(SPAN_FRAME, frames) == (3, [])
+
+
+def test_a_bad_span_row_in_a_later_batch_is_reported() -> None:
+    """A span ending before it starts, or a malformed id, fails the span frame from any batch."""
+    good = pl.DataFrame({"span_id": [GOOD[0]], "path": ["m.py"], "start_line": [1], "end_line": [2]})
+    bad = pl.DataFrame(
+        {"span_id": [GOOD[1], "xyz"], "path": ["m.py", "m.py"], "start_line": [5, 1], "end_line": [4, 1]}
+    )
+    checked, errors = batched_errors(SPAN_FRAME, [good, bad])
+    assert checked == 3
+    assert errors
+    assert any("xyz" in e for e in errors)
+    assert validation_errors(SPAN_FRAME, good) == []

@@ -4,6 +4,7 @@ workers: what it stores must be exactly what one write of the whole in-process p
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,32 @@ def test_a_second_parse_reuses_the_cache_and_a_forced_one_checks_it(store: Store
     forced = parse.ensure_parsed(repo, store.engine, blob_ids, limits=limits, workers=1, force=True)
     assert forced == set(blob_ids)
     assert _rows(store.engine, parser_version()) == before
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_blobs_are_read_as_their_batches_are_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """``analyze_blobs`` reads its input as batches are made (in this process, or submitted to
+    the workers a few at a time), not all of it first, and returns what analyzing each blob here
+    returns, in input order."""
+    repo, blob_ids = _repo(tmp_path)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "BATCH_BYTES", 1)  # a batch per blob
+    read: list[str] = []
+
+    def blobs() -> Iterator[tuple[str, bytes]]:
+        for blob_id in blob_ids:
+            read.append(blob_id)
+            yield blob_id, repo.read_blob(blob_id)
+
+    results = parallel.analyze_blobs(blobs(), ParseLimits(), workers=workers)
+    first = next(results)
+    assert len(read) <= workers * parallel.IN_FLIGHT_PER_WORKER < len(blob_ids)
+    found = first + [blob for batch in results for blob in batch]
+    assert read == blob_ids
+    expected = [
+        encode_blob(analyze_blob(b, repo.read_blob(b), EXTRACTORS, ParseLimits(), COLLECTORS))
+        for b in blob_ids
+    ]
+    assert found == expected

@@ -155,9 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> NoReturn:
     """The ``kb`` console script: ``main`` run as a batch process (see ``kb_assets.cli.process``)."""
-    from kb_assets.cli.process import exit_now
+    from kb_assets.cli.process import exit_now, one_malloc_arena, skip_unused_imports
     from kb_assets.core.collector import tune_collector
 
+    one_malloc_arena()
+    skip_unused_imports()
     tune_collector()
     exit_now(main())
 

@@ -33,8 +33,11 @@ from kb_resources.store import writes
 from kb_resources.store.bulk import LoadLog
 from kb_resources.store.engine import create_store_engine
 
-WRITE_ARTIFACTS = 20_000
-"""Artifacts built and written per transaction (Django's call edges: 4)."""
+WRITE_ARTIFACTS = 5_000
+"""Artifacts built and written per transaction (Django's call edges: 8 in each process). What a
+batch holds while it is built and sent (its drafts, artifacts, payload text) is the call-edge
+step's transient peak: 20,000 (until stop 26) left the full index's peak ~25 MiB higher, for no
+measurable time (each batch costs a transaction and one probe of stored ids)."""
 
 SHARE_MIN_DRAFTS = 8_000
 """Below this many drafts (~0.5 s of work) a copy costs more than it saves. Django's 11,089 import

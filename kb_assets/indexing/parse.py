@@ -60,7 +60,7 @@ def ensure_parsed(
     total = len(todo)
     report("parse", 0, total)
     batches = analyze_blobs(
-        [(b, repo.read_blob(b)) for b in todo],
+        ((b, repo.read_blob(b)) for b in todo),  # each read when its batch is made
         limits,
         workers=workers,
         on_done=lambda done: report("parse", done, total),
