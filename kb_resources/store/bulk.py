@@ -18,6 +18,8 @@ import psycopg
 import sqlalchemy as sa
 from psycopg import sql
 
+from kb_resources.store.statistics import analyze
+
 _stage_names = itertools.count()
 
 
@@ -262,11 +264,6 @@ def analyze_if_large(conn: sa.Connection, table: str, written: int) -> None:
     with _driver_connection(conn).cursor() as cur:
         cur.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (table,))
         found = cur.fetchone()
-        held = float(found[0]) if found is not None else -1.0
-        if held < 0 or written * 10 >= held:  # reltuples is -1 until the first analysis
-            columns = ANALYZED_COLUMNS.get(table)
-            if columns is None:
-                cur.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
-            else:
-                listed = sql.SQL(", ").join(map(sql.Identifier, columns))
-                cur.execute(sql.SQL("ANALYZE {} ({})").format(sql.Identifier(table), listed))
+    held = float(found[0]) if found is not None else -1.0
+    if held < 0 or written * 10 >= held:  # reltuples is -1 until the first analysis
+        analyze(conn, table, ANALYZED_COLUMNS.get(table))

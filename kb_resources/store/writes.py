@@ -44,6 +44,7 @@ from kb_resources.store.schema import (
     snapshot_part,
     staged_part,
 )
+from kb_resources.store.statistics import analyze
 
 SPAN_LANG = "python"
 COMMIT_LOCK_SPACE = 0x6B62_636D  # "kbcm": the first key of every per-commit advisory lock
@@ -86,7 +87,7 @@ def replace_commit_files(conn: sa.Connection, sha: str, rows: Iterable[CommitFil
     conn.execute(sa.delete(commit_file).where(commit_file.c.sha == sha))
     columns = ("sha", "path", "blob_id", "mode", "size", "module", "is_package")
     written = copy_rows(conn, "commit_file", columns, ((sha, *row) for row in rows))
-    conn.execute(sa.text("ANALYZE commit_file"))
+    analyze(conn, "commit_file")
     return written
 
 
