@@ -18,19 +18,10 @@ import psycopg
 import sqlalchemy as sa
 from psycopg import sql
 
+from kb_resources.store.driver import driver_connection as _driver_connection
 from kb_resources.store.statistics import analyze
 
 _stage_names = itertools.count()
-
-
-def _driver_connection(conn: sa.Connection) -> psycopg.Connection[Any]:
-    """The psycopg connection under a SQLAlchemy one, with the SQLAlchemy transaction begun."""
-    if not conn.in_transaction():
-        conn.begin()
-    raw = conn.connection.driver_connection
-    if not isinstance(raw, psycopg.Connection):
-        raise TypeError(f"the store needs the psycopg 3 driver, got {type(raw).__name__}")
-    return raw
 
 
 def _copy(

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from psycopg import sql
 
-from kb_resources.store.bulk import _copy, _driver_connection
+from kb_resources.store.bulk import _copy
+from kb_resources.store.driver import driver_connection as _driver_connection
 from kb_resources.store.schema import artifact, artifact_derived_from, code_span, snapshot_entry
 
 
