@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -13,9 +14,9 @@ import sqlalchemy as sa
 from kb_assets.core.blobs import analyze_blob, encode_blob
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS, parser_version
 from kb_assets.core.spans import ParseLimits
-from kb_assets.indexing import parallel, parse
+from kb_assets.indexing import load, parallel, parse
 from kb_resources.git.repo import GitRepo
-from kb_resources.store import writes
+from kb_resources.store import reads, writes
 from kb_resources.store.engine import Store
 from tests.gitfixtures import build_repo
 
@@ -115,3 +116,29 @@ def test_blobs_are_read_as_their_batches_are_made(
         for b in blob_ids
     ]
     assert found == expected
+
+
+def test_a_load_right_after_the_parse_takes_its_blobs_from_memory(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the parse just wrote is what loading reads back: the blobs a load finds parsed by this
+    process are not read from the store, once, and equal those read from it."""
+    repo, blob_ids = _repo(tmp_path)
+    load.forget_programs()
+    assert parse.ensure_parsed(repo, store.engine, blob_ids, limits=ParseLimits(), workers=1) == set(blob_ids)
+    asked: list[list[str]] = []
+    real = reads.load_parsed_blobs
+
+    def recorded(conn: sa.Connection, pv: str, ids: list[str]) -> Any:
+        asked.append(list(ids))
+        return real(conn, pv, ids)
+
+    monkeypatch.setattr(reads, "load_parsed_blobs", recorded)
+    from_memory = load._load_blobs(repo, store.engine, blob_ids, limits=ParseLimits(), workers=1)
+    assert asked == []
+    assert parse.take_parsed(store.engine, blob_ids) == {}  # handed over once
+    load.forget_programs()
+    from_store = load._load_blobs(repo, store.engine, blob_ids, limits=ParseLimits(), workers=1)
+    assert asked == [blob_ids]
+    assert from_memory == from_store
+    assert any(facts for _, facts in from_store.values())

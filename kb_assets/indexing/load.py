@@ -12,14 +12,15 @@ from sqlalchemy import Engine
 
 from kb_assets.core.blobs import decode_facts
 from kb_assets.core.extractors.registry import parser_version
-from kb_assets.core.models import JSON, Span
+from kb_assets.core.models import JSON, EncodedBlob, Span
 from kb_assets.core.modules import map_modules
 from kb_assets.core.program import CONFIG_FILES, Program, SourceFile
 from kb_assets.core.spans import ParseLimits
-from kb_assets.indexing.parse import READABLE, ensure_parsed
+from kb_assets.indexing.parse import READABLE, ensure_parsed, forget_parsed, take_parsed
 from kb_resources.git.files import read_path
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
+from kb_resources.store.reads import CachedBlob
 
 _last: tuple[tuple[str, str, str], Program] | None = None
 
@@ -57,7 +58,8 @@ def _load_blobs(
     repo: GitRepo, engine: Engine, blob_ids: list[str], *, limits: ParseLimits, workers: int
 ) -> dict[str, _Loaded]:
     """Spans and decoded facts of ``blob_ids``: remembered ones from memory, the rest parsed if
-    needed and read from the store. Only this commit's blobs are remembered afterwards."""
+    needed and read from the store, or taken as this process's last parse wrote them
+    (``parse.take_parsed``). Only this commit's blobs are remembered afterwards."""
     global _blobs  # noqa: PLW0603 - see module docstring
     scope = (str(engine.url), parser_version())
     known = _blobs[1] if _blobs is not None and _blobs[0] == scope else {}
@@ -65,9 +67,12 @@ def _load_blobs(
     fresh: dict[str, _Loaded] = {}
     if missing:
         ensure_parsed(repo, engine, missing, limits=limits, workers=workers)
-        with engine.connect() as conn:
-            cached = reads.load_parsed_blobs(conn, scope[1], missing)
-        fresh = {b: (c.spans, decode_facts(c.facts) if c.spans else {}) for b, c in cached.items()}
+        found: dict[str, EncodedBlob | CachedBlob] = {**take_parsed(engine, missing)}
+        rest = [b for b in missing if b not in found]
+        if rest:
+            with engine.connect() as conn:
+                found.update(reads.load_parsed_blobs(conn, scope[1], rest))
+        fresh = {b: (c.spans, decode_facts(c.facts) if c.spans else {}) for b, c in found.items()}
     loaded = {b: known[b] if b in known else fresh[b] for b in blob_ids}
     _blobs = (scope, loaded)
     return loaded
@@ -84,7 +89,9 @@ def load_config(repo: GitRepo, sha: str) -> dict[str, JSON]:
 
 
 def forget_programs() -> None:
-    """Drop the cached program and blobs (tests use it to force a fresh load)."""
+    """Drop the cached program and blobs, and what the last parse wrote (tests use it to force a
+    fresh load)."""
     global _last, _blobs  # noqa: PLW0603
     _last = None
     _blobs = None
+    forget_parsed()

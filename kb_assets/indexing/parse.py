@@ -26,6 +26,11 @@ from kb_resources.store.reads import CommitFile
 
 READABLE = {FileMode.REGULAR.value, FileMode.EXECUTABLE.value}
 
+_written: tuple[tuple[str, str], dict[str, EncodedBlob]] | None = None
+"""The blobs this process's last parse wrote, by (store url, parser version), until
+``load_program`` takes them (``take_parsed``): the program a run loads right after its parse
+(Django: every blob of a full index, ~0.3 s to read back from the store) comes from memory."""
+
 
 @dataclass(frozen=True, slots=True)
 class ParseStats:
@@ -65,17 +70,38 @@ def ensure_parsed(
         workers=workers,
         on_done=lambda done: report("parse", done, total),
     )
+    global _written  # noqa: PLW0603 - see its docstring
+    _written = None
+    written: dict[str, EncodedBlob] = {}
     pending: list[EncodedBlob] = []
     log = LoadLog()
     for batch in batches:
         pending += batch
         if len(pending) >= WRITE_BLOBS:
             _write(engine, pv, pending, cached if force else set(), log)
+            written.update((blob.blob_id, blob) for blob in pending)
             pending = []
     _write(engine, pv, pending, cached if force else set(), log)
+    written.update((blob.blob_id, blob) for blob in pending)
     with engine.begin() as conn:
         refresh_statistics(conn, log)
+    _written = ((str(engine.url), pv), written)
     return set(todo)
+
+
+def forget_parsed() -> None:
+    """Drop what the last parse wrote (``_written``): the next load reads it from the store."""
+    global _written  # noqa: PLW0603 - see its docstring
+    _written = None
+
+
+def take_parsed(engine: Engine, blob_ids: list[str]) -> dict[str, EncodedBlob]:
+    """Those of ``blob_ids`` that this process's last parse wrote to ``engine``'s cache under the
+    current parser version, as it wrote them; each handed over once (``_written``)."""
+    if _written is None or _written[0] != (str(engine.url), parser_version()):
+        return {}
+    written = _written[1]
+    return {b: written.pop(b) for b in blob_ids if b in written}
 
 
 WRITE_BLOBS = 500
