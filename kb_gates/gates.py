@@ -172,21 +172,18 @@ def stored_ids_diff(
     return compare(chosen, again)
 
 
+SPAN_COLUMNS = {"span_id": pl.Utf8, "path": pl.Utf8, "start_line": pl.Int64, "end_line": pl.Int64}
+ARTIFACT_COLUMNS = {"artifact_id": pl.Utf8, "logical_key": pl.Utf8, "grounding_rows": pl.Int64}
+"""The columns of the span and artifact frames, as the reads' rows hold them."""
+
+
 def span_frames(engine: Engine, sha: str, *, since: str | None = None) -> Iterator[pl.DataFrame]:
     """The commit's span occurrences as frames of one batch each (``reads.span_frame_batches``),
     validated against ``SPAN_FRAME`` one at a time; given ``since`` (a proven base), those on
     files whose blob differs there."""
     with engine.connect() as conn:
         for batch in reads.span_frame_batches(conn, sha, parser_version(), since=since):
-            yield pl.DataFrame(
-                {
-                    "span_id": [r[0] for r in batch],
-                    "path": [r[1] for r in batch],
-                    "start_line": [r[2] for r in batch],
-                    "end_line": [r[3] for r in batch],
-                },
-                schema={"span_id": pl.Utf8, "path": pl.Utf8, "start_line": pl.Int64, "end_line": pl.Int64},
-            )
+            yield pl.DataFrame(batch, schema=SPAN_COLUMNS, orient="row")
 
 
 def artifact_frames(
@@ -199,18 +196,7 @@ def artifact_frames(
     never exists whole."""
     with engine.connect() as conn:
         for batch in reads.staged_grounding_batches(conn, sha, extractor_id, since=since):
-            yield _artifact_rows(batch)
-
-
-def _artifact_rows(rows: list[tuple[str, str, int]]) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "artifact_id": [r[0] for r in rows],
-            "logical_key": [r[1] for r in rows],
-            "grounding_rows": [r[2] for r in rows],
-        },
-        schema={"artifact_id": pl.Utf8, "logical_key": pl.Utf8, "grounding_rows": pl.Int64},
-    )
+            yield pl.DataFrame(batch, schema=ARTIFACT_COLUMNS, orient="row")
 
 
 def orphans(engine: Engine, sha: str, *, since: str | None = None) -> dict[str, int]:

@@ -22,7 +22,7 @@ from kb_assets.core.callgraph import parts
 from kb_assets.core.callgraph.graph import CallGraph, Edge
 from kb_assets.core.callgraph.index import Scopes
 from kb_assets.core.callgraph.resolutions import FileLog, Resolutions
-from kb_assets.core.extractors.calls import edge_drafts
+from kb_assets.core.extractors.calls import EdgeDrafts
 from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.program import Program
 from tests.gitfixtures import commit_tree, init_repo, read_folder
@@ -77,7 +77,7 @@ def _shape(graph: CallGraph) -> Any:
 
 
 def _ids(program: Program, graph: CallGraph) -> list[str]:
-    drafts = edge_drafts(program, graph, graph.edges)
+    drafts = EdgeDrafts(program, graph, list(graph.edges))
     artifacts = build_artifacts(drafts, extractor_id="calls", extractor_version="test", program=program)
     return sorted(a.artifact_id for a in artifacts)
 

@@ -279,16 +279,24 @@ def span_occurrences(
     ``since`` (a proven base, see ``staged_delta``), only those on paths whose blob differs there:
     a blob's spans never change, so the others are the base's own occurrences."""
     o = occurrences(parser_version).c
-    query = (
-        sa.select(o.span_id, code_span.c.kind, code_span.c.fq_symbol_path, o.path, o.start_line, o.end_line)
-        .join(code_span, code_span.c.span_id == o.span_id)
-        .where(o.sha == sha)
-        .order_by(o.path.collate("C"), o.start_line, o.ordinal)
+    c = code_span.c
+    query = _at_commit(
+        sa.select(o.span_id, c.kind, c.fq_symbol_path, o.path, o.start_line, o.end_line).join(
+            code_span, c.span_id == o.span_id
+        ),
+        o,
+        sha,
+        since,
     )
-    if since is not None:
-        query = query.where(o.path.not_in(unchanged_paths(sha, since)))
     with whole_snapshot_plan(conn):
         return [SpanOccurrence(*row) for row in conn.execute(query).all()]
+
+
+def _at_commit(query: sa.Select[Any], o: Any, sha: str, since: str | None) -> sa.Select[Any]:
+    """``query`` over occurrences ``o`` narrowed to commit ``sha`` (and to the paths whose blob
+    differs at ``since``), in path, start line and ordinal order."""
+    query = query.where(o.sha == sha).order_by(o.path.collate("C"), o.start_line, o.ordinal)
+    return query if since is None else query.where(o.path.not_in(unchanged_paths(sha, since)))
 
 
 SPAN_FRAME_BATCH = 10_000
@@ -303,17 +311,11 @@ def span_frame_batches(
     the server (``since`` as there). The check turns each batch into columns and drops it: all of
     Django's 58k occurrences at once, as rows and then a frame, left ~30 MiB in the run."""
     o = occurrences(parser_version).c
-    query = (
-        sa.select(o.span_id, o.path, o.start_line, o.end_line)
-        .where(o.sha == sha)
-        .order_by(o.path.collate("C"), o.start_line, o.ordinal)
-    )
-    if since is not None:
-        query = query.where(o.path.not_in(unchanged_paths(sha, since)))
+    query = _at_commit(sa.select(o.span_id, o.path, o.start_line, o.end_line), o, sha, since)
     with whole_snapshot_plan(conn):
         result = conn.execute(query.execution_options(yield_per=SPAN_FRAME_BATCH))
         for batch in result.partitions():
-            yield [(span_id, path, int(start), int(end)) for span_id, path, start, end in batch]
+            yield [tuple(row) for row in batch]
 
 
 def gaps(conn: sa.Connection, sha: str) -> list[Gap]:

@@ -348,10 +348,8 @@ def _resolve_all(
             graph.helped = True
             for path, log in part.items():
                 replay(graph, passings, log)
-                if logs is not None and path in logs:
-                    logs[path].extend(log)
-                elif logs is not None:
-                    logs[path] = log
+                if logs is not None:
+                    _keep(logs, path, log)
 
 
 def _empty(program: Program, *, tracking: bool = False) -> tuple[CallGraph, Passings]:
@@ -395,12 +393,17 @@ def _resolve(
         log.reads = reads.bits
         if graph is not None:
             replay(graph, passings, log)
-        if logs is None:
-            continue
-        if path in logs:  # a file whose scopes were split between two parts
-            logs[path].extend(log)
-        else:
-            logs[path] = log
+        if logs is not None:
+            _keep(logs, path, log)
+
+
+def _keep(logs: dict[str, FileLog], path: str, log: FileLog) -> None:
+    """File ``log`` as ``path``'s, after what is there already (a file whose scopes were split
+    between two parts)."""
+    if path in logs:
+        logs[path].extend(log)
+    else:
+        logs[path] = log
 
 
 def resolve_scope(ev: Evaluator, passings: Passings, ref: ScopeRef, log: FileLog) -> int:

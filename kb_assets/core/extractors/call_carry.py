@@ -27,7 +27,7 @@ from typing import BinaryIO
 from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph, paused_gc
 from kb_assets.core.callgraph.values import FORMS, Span
 from kb_assets.core.extractors.base import Extraction
-from kb_assets.core.extractors.calls import CallsExtractor, edge_drafts
+from kb_assets.core.extractors.calls import CallsExtractor, EdgeDrafts
 from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.ids import ARTIFACT_ID_VERSION
 from kb_assets.core.program import Program
@@ -139,7 +139,7 @@ class EdgeCarry:
                     fresh.append(key)
                     pending.reused.append(None)
                 pending.signatures.append(sig)
-            drafts = edge_drafts(program, graph, fresh)
+            drafts = EdgeDrafts(program, graph, fresh)
         self._pending = pending
         reused = tuple(found for found in pending.reused if found is not None)
         return Carried(Extraction(drafts=drafts, gaps=tuple(graph.gaps)), reused, graph.resolved)

@@ -21,7 +21,7 @@ function), so that whatever changes how an edge is resolved changes its identity
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from kb_assets.core.callgraph.collect import collect_calls
 from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph, paused_gc
@@ -105,12 +105,6 @@ class EdgeDrafts(OnDemandDrafts):
                 chunk = [self.draft(i) for i in range(start, min(start + self.CHUNK, len(self._keys)))]
             yield from chunk
             del chunk
-
-
-def edge_drafts(program: Program, graph: CallGraph, keys: Iterable[tuple[str, str]]) -> EdgeDrafts:
-    """The drafts of the graph's edges under ``keys`` (caller, callee), in that order, made when
-    read (``EdgeDrafts``)."""
-    return EdgeDrafts(program, graph, keys if isinstance(keys, Sequence) else tuple(keys))
 
 
 def logical_key(caller: str, callee: str) -> str:
