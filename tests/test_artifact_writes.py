@@ -1,5 +1,6 @@
 """Drafts built and stored in two halves, one by a forked copy over its own connection, give the
-ids and stored rows of one writer; a copy that fails leaves its half to this process.
+ids and stored rows of one writer; a copy that fails leaves its half to this process; drafts whose
+artifacts are stored already are not shared with a copy at all.
 
 The store runs in a freshly spawned process, as the call-graph parts test does: a fork is only
 made from a process with one thread. It reports whether a copy was made, so the comparison cannot
@@ -103,6 +104,7 @@ def test_halves_store_what_one_writer_stores(kb_env: KbEnv, tmp_path: Path) -> N
             ("split-c", False, True),
             ("split-d", True, True),
         )
+        stored: dict[str, list[str]] = {}
         for case in cases:
             expected = run_extractor(_calls(case[0]), program).artifacts
             assert len(expected) > 10
@@ -113,6 +115,14 @@ def test_halves_store_what_one_writer_stores(kb_env: KbEnv, tmp_path: Path) -> N
             assert found["ids"] == [a.artifact_id for a in _in_draft_order(program, expected)]
             assert found["loaded"]["artifact"] == len(expected)
             assert _stored_grounding(engine, found["ids"]) == _rows(expected)
+            stored[case[0]] = found["ids"]
+        for case in (("split-a", False, True), ("split-c", False, False)):
+            # Stored already (an incremental run): the sample says so and no copy is forked.
+            again = run_spawned(_store_in_halves, url, str(repo.root), sha, case)
+            assert again["made"] == []
+            assert again["ids"] == stored[case[0]]
+            assert again["left"] == 0
+            assert again["loaded"] == {}
     finally:
         store.close()
 
