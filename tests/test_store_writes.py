@@ -150,9 +150,12 @@ def test_insert_artifacts_sends_only_what_is_not_stored(store: Store) -> None:
         assert writes.insert_artifacts(conn, [old]) == 1
     before = _everything(store)
     with store.engine.begin() as conn:
+        conn.exec_driver_sql("SET LOCAL random_page_cost = 3.5")
         assert stored_keys(conn, "artifact", "artifact_id", [old.artifact_id, new.artifact_id]) == {
             old.artifact_id
         }
+        # The probe's own planner setting does not outlive it.
+        assert conn.exec_driver_sql("SHOW random_page_cost").scalar() == "3.5"
         assert writes.insert_artifacts(conn, [new, old]) == 1
         publish(conn, SHA1, [old, new])
     after = _everything(store)
