@@ -20,6 +20,7 @@ from kb_assets.core.extractors.base import Draft, Extraction, Extractor, OnDeman
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.models import Artifact, Gap
+from kb_assets.core.paths.entrypoints import resolve_shared
 from kb_assets.core.program import Program
 from kb_assets.indexing.artifact_writes import Drafts, store_drafts
 from kb_assets.indexing.carries import keep_carry, known_stored, mark_staged, open_carry
@@ -145,7 +146,7 @@ def _extraction(
     """The extraction to store, the ids it reuses (only from a carry whose ids are stored) and
     the files its call graph resolved again (``Carried.resolved``)."""
     if carry is None:
-        return extractor.resolve(program), (), None
+        return resolve_shared(program, extractor), (), None
     carried = carry.resolve(program)
     if not carried.reused or known_stored(carry, _store_name(engine)):
         return carried.extraction, carried.reused, carried.resolved
