@@ -50,7 +50,7 @@ def _tables(store: Store) -> set[str]:
 def test_fresh_database_migrates_to_head(store: Store) -> None:
     """open_store on an empty database creates every table, pgvector and the trigger, stamped at head."""
     with store.engine.connect() as conn:
-        assert revision.current_revision(conn) == revision.head_revision() == "0006"
+        assert revision.current_revision(conn) == revision.head_revision() == "0007"
         assert revision.is_at_head(conn)
         assert conn.scalar(sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         triggers = set(conn.scalars(sa.text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")))
@@ -192,3 +192,23 @@ def test_the_hex_checks_accept_the_same_ids_as_before_0005(store: Store) -> None
     assert before == _accepted_span_ids(store) == list(HEX_CASES[:2])
     assert len(definitions) == 9
     assert all("!~ '[^0-9a-f]'" in d and "length(" in d for d in definitions)
+
+
+def _grounded_check_source(conn: sa.Connection) -> str:
+    return str(conn.scalar(sa.text("SELECT prosrc FROM pg_proc WHERE proname = 'artifact_grounded_check'")))
+
+
+def test_0007_only_reorders_the_grounding_checks_probes(store: Store) -> None:
+    """At head the deferred check asks for a missing grounding row first (one probe for a grounded
+    artifact); at 0006 it is 0001's function again; the rest of the function is unchanged."""
+    with store.engine.begin() as conn:
+        head = _grounded_check_source(conn)
+        command.downgrade(revision.alembic_config(conn), "0006")
+        before = _grounded_check_source(conn)
+        command.upgrade(revision.alembic_config(conn), "head")
+        again = _grounded_check_source(conn)
+    assert head == again
+    ungrounded = head.index("NOT EXISTS (SELECT 1 FROM artifact_derived_from")
+    assert ungrounded < head.index(" EXISTS (SELECT 1 FROM artifact WHERE")
+    assert before.index("EXISTS (SELECT 1 FROM artifact WHERE") < before.index("NOT EXISTS")
+    assert sorted(head.split()) == sorted(before.split())
