@@ -5,9 +5,11 @@ used by both; processes opening a fresh instance take turns."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
+import sqlalchemy as sa
 
 from kb_assets.cli.instance import CLI_YAML, CLI_YAML_NAME, DAGSTER_YAML, ensure_dagster_home, open_instance
 from kb_resources.git.repo import GitRepo
@@ -64,6 +66,7 @@ def test_cli_runs_capture_nothing_and_show_in_the_ui_s_instance(kb_env: KbEnv, t
 OPEN_INSTANCE_IN_SUBPROCESS = """
 import sys
 from pathlib import Path
+from typing import Any
 from kb_assets.cli.instance import open_instance
 from kb_resources.settings import Settings
 from kb_resources.store.engine import open_store
@@ -86,3 +89,35 @@ def test_processes_opening_a_fresh_instance_take_turns(
     script, key = OPEN_INSTANCE_IN_SUBPROCESS, DAGSTER_INSTANCE_LOCK_KEY
     codes = contending_processes(blank_database, key, script, homes)
     assert codes == [0, 0]
+
+
+def test_the_instance_asks_the_catalog_once_for_each_table_it_has(kb_env: KbEnv, tmp_path: Path) -> None:
+    """Dagster's storages ask whether their tables and columns exist on every use; the instance
+    ``kb`` opens asks once for each that exists, and again each time for one that does not."""
+    repo = init_repo(tmp_path / "repo")
+    commit_tree(repo, {"a.py": "def f():\n    return 1\n"}, "first")
+    assert kb_env.kb("index", repo).code == 0
+    settings = load_settings(kb_env.environ)
+    store = open_store(settings, GitRepo.open(repo).key())
+    try:
+        instance = open_instance(settings, store)
+        events: Any = instance.event_log_storage  # dagster-postgres adds has_table
+        statements: list[str] = []
+        engine = events._engine
+        sa.event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+
+        def catalog() -> int:
+            return sum("pg_class" in s for s in statements)
+
+        assert events.has_table("dynamic_partitions")
+        first = catalog()
+        assert first == 1
+        assert events.has_table("dynamic_partitions")
+        assert instance.get_dynamic_partitions("commits")  # checks the table through the storage
+        assert catalog() == first
+        assert not events.has_table("no_such_table")
+        assert not events.has_table("no_such_table")
+        assert catalog() == first + 2
+        instance.dispose()
+    finally:
+        store.close()

@@ -8,8 +8,9 @@ database (schema ``dagster``) while the UI, the CLI and the sensor share one con
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kb_resources.settings import Settings
 from kb_resources.store.engine import Store
@@ -83,6 +84,7 @@ def open_instance(settings: Settings, store: Store) -> dg.DagsterInstance:
     with store.engine.connect() as conn, session_lock(conn, DAGSTER_INSTANCE_LOCK_KEY):
         instance = dg.DagsterInstance.from_config(str(settings.dagster_home), config_filename=config)
     _pool_connections(instance)
+    _remember_schema_probes(instance)
     return instance
 
 
@@ -101,3 +103,45 @@ def _pool_connections(instance: dg.DagsterInstance) -> None:
     instance.optimize_for_webserver(statement_timeout=0, pool_recycle=3600, max_overflow=4)
     for storage in storages:
         storage._engine.pool._pre_ping = True  # type: ignore[union-attr]
+
+
+SCHEMA_PROBES = (
+    ("event_log_storage", "has_table", 0),
+    ("event_log_storage", "_has_asset_key_col_on_connection", 1),
+    ("run_storage", "has_run_stats_index_cols", 0),
+    ("run_storage", "has_backfill_id_column", 0),
+)
+"""Dagster storage methods that ask the catalog whether its schema has a table or column, and how
+many leading arguments (a connection) do not name what is asked for."""
+
+
+def _remember_schema_probes(instance: dg.DagsterInstance) -> None:
+    """Ask the catalog once per process whether Dagster's tables and columns exist.
+
+    dagster-postgres 0.29 asks again on every use: a one-file Django run made 120 ``has_table``
+    and 33 column reflections (dynamic partitions, asset checks, event tags; ~85 ms of catalog
+    queries and as much again of SQLAlchemy). Only an answer "it exists" is kept: nothing a run
+    does removes a table or column, while a missing one may be added by ``dagster instance
+    migrate`` in another process. Storages without such a method keep their own.
+    """
+    for storage_name, method, skipped in SCHEMA_PROBES:
+        storage = getattr(instance, storage_name, None)
+        probe = getattr(storage, method, None)
+        if callable(probe):
+            setattr(storage, method, _remembered(probe, skipped))
+
+
+def _remembered(probe: Callable[..., Any], skipped: int) -> Callable[..., Any]:
+    """``probe``, answering from memory for arguments it once answered truthy for."""
+    known: set[tuple[object, ...]] = set()
+
+    def remembered(*args: object) -> Any:
+        asked = args[skipped:]
+        if asked in known:
+            return True
+        found = probe(*args)
+        if found:
+            known.add(asked)
+        return found
+
+    return remembered
