@@ -14,6 +14,7 @@ from kb_resources.store.bulk import stored_keys
 from kb_resources.store.engine import Store
 from kb_resources.store.schema import metadata
 from tests.storefixtures import (
+    COMMITTED_AT,
     PARSER_VERSION,
     encode_facts,
     encoded,
@@ -352,3 +353,28 @@ def test_a_large_artifact_load_analyzes_the_key_columns_only(
     with store.engine.connect() as conn:
         analyzed = set(conn.scalars(sa.text("SELECT attname FROM pg_stats WHERE tablename = 'artifact'")))
     assert analyzed == set(bulk.ANALYZED_COLUMNS["artifact"])
+
+
+def _estimated_files(conn: sa.Connection, sha: str) -> int:
+    plan = conn.exec_driver_sql(
+        "EXPLAIN (FORMAT JSON) SELECT * FROM commit_file WHERE sha = %(sha)s", {"sha": sha}
+    ).scalar()
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def test_a_commits_files_are_known_to_the_planner_once_written(store: Store) -> None:
+    """Every column's statistics after the first commit's files, then the sha's after each next
+    commit: the planner estimates a new commit's files from its real count, not as one row."""
+    files = [(f"m{i}.py", sha_of(f"blob{i}")[:40], "regular", 10, f"m{i}", False) for i in range(40)]
+    with store.engine.begin() as conn:
+        for sha in (SHA1, SHA2):
+            writes.upsert_commit(conn, sha=sha, tree_id=sha, parents=[], committed_at=COMMITTED_AT)
+        writes.replace_commit_files(conn, SHA1, files)
+    with store.engine.connect() as conn:
+        analyzed = set(conn.scalars(sa.text("SELECT attname FROM pg_stats WHERE tablename = 'commit_file'")))
+        assert {"sha", "path", "blob_id", "module"} <= analyzed
+    with store.engine.begin() as conn:
+        writes.replace_commit_files(conn, SHA2, files[:30])
+    with store.engine.connect() as conn:
+        assert _estimated_files(conn, SHA2) == 30
+        assert _estimated_files(conn, SHA1) == 40
