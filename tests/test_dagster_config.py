@@ -4,6 +4,8 @@ used by both; processes opening a fresh instance take turns."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,8 @@ import sqlalchemy as sa
 
 from kb_assets.cli.instance import CLI_YAML, CLI_YAML_NAME, DAGSTER_YAML, ensure_dagster_home, open_instance
 from kb_resources.git.repo import GitRepo
-from kb_resources.settings import load_settings
-from kb_resources.store.engine import open_store
+from kb_resources.settings import Settings, load_settings
+from kb_resources.store.engine import Store, open_store
 from kb_resources.store.session_locks import DAGSTER_INSTANCE_LOCK_KEY
 from tests.gitfixtures import commit_tree, init_repo
 from tests.kbfixtures import KbEnv
@@ -44,13 +46,22 @@ def test_a_users_own_configuration_is_used_as_it_is(tmp_path: Path) -> None:
     assert not (home / CLI_YAML_NAME).exists()
 
 
-def test_cli_runs_capture_nothing_and_show_in_the_ui_s_instance(kb_env: KbEnv, tmp_path: Path) -> None:
+@contextmanager
+def _indexed(kb_env: KbEnv, tmp_path: Path) -> Iterator[tuple[Settings, Store]]:
+    """A repository of one commit indexed by ``kb index``; its settings and open store."""
     repo = init_repo(tmp_path / "repo")
     commit_tree(repo, {"a.py": "import os\n\n\ndef f():\n    return os.sep\n"}, "first")
     assert kb_env.kb("index", repo).code == 0
     settings = load_settings(kb_env.environ)
     store = open_store(settings, GitRepo.open(repo).key())
     try:
+        yield settings, store
+    finally:
+        store.close()
+
+
+def test_cli_runs_capture_nothing_and_show_in_the_ui_s_instance(kb_env: KbEnv, tmp_path: Path) -> None:
+    with _indexed(kb_env, tmp_path) as (settings, store):
         cli = open_instance(settings, store)
         ui = dg.DagsterInstance.from_config(str(settings.dagster_home))
         assert type(cli.compute_log_manager).__name__ == "NoOpComputeLogManager"
@@ -59,12 +70,12 @@ def test_cli_runs_capture_nothing_and_show_in_the_ui_s_instance(kb_env: KbEnv, t
         assert cli_runs
         assert [r.dagster_run.run_id for r in ui.get_run_records()] == cli_runs
         assert not list((settings.dagster_home / "storage").glob("**/*.out"))
-    finally:
-        store.close()
 
 
 OPEN_INSTANCE_IN_SUBPROCESS = """
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from kb_assets.cli.instance import open_instance
@@ -94,12 +105,7 @@ def test_processes_opening_a_fresh_instance_take_turns(
 def test_the_instance_asks_the_catalog_once_for_each_table_it_has(kb_env: KbEnv, tmp_path: Path) -> None:
     """Dagster's storages ask whether their tables and columns exist on every use; the instance
     ``kb`` opens asks once for each that exists, and again each time for one that does not."""
-    repo = init_repo(tmp_path / "repo")
-    commit_tree(repo, {"a.py": "def f():\n    return 1\n"}, "first")
-    assert kb_env.kb("index", repo).code == 0
-    settings = load_settings(kb_env.environ)
-    store = open_store(settings, GitRepo.open(repo).key())
-    try:
+    with _indexed(kb_env, tmp_path) as (settings, store):
         instance = open_instance(settings, store)
         events: Any = instance.event_log_storage  # dagster-postgres adds has_table
         statements: list[str] = []
@@ -119,5 +125,3 @@ def test_the_instance_asks_the_catalog_once_for_each_table_it_has(kb_env: KbEnv,
         assert not events.has_table("no_such_table")
         assert catalog() == first + 2
         instance.dispose()
-    finally:
-        store.close()
