@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_assets.core.errors import IdentityConflictError
+from kb_assets.core.errors import DraftKindError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft, OnDemandDrafts
 from kb_assets.core.extractors.calls import CallsExtractor, EdgeDrafts
 from kb_assets.core.extractors.registry import EXTRACTORS
@@ -63,6 +63,29 @@ def test_a_logical_key_built_with_two_ids_is_a_conflict_in_either_form() -> None
         list(
             artifact_batches(
                 [*drafts, clash], extractor_id="calls", extractor_version="1", program=program, size=2
+            )
+        )
+
+
+def test_a_draft_of_a_kind_the_extractor_does_not_declare_is_refused_in_either_form() -> None:
+    """The snapshot's counts by kind come from its extractors' entries, so each extractor's
+    artifacts must all be of its one declared kind."""
+    program, drafts = _calls()
+    stray = dataclasses.replace(drafts[-1], kind="entity")
+    build_artifacts(drafts, extractor_id="calls", extractor_version="1", program=program, kind="call_edge")
+    with pytest.raises(DraftKindError, match="declares kind 'call_edge'"):
+        build_artifacts(
+            [*drafts, stray], extractor_id="calls", extractor_version="1", program=program, kind="call_edge"
+        )
+    with pytest.raises(DraftKindError):
+        list(
+            artifact_batches(
+                [*drafts, stray],
+                extractor_id="calls",
+                extractor_version="1",
+                program=program,
+                size=2,
+                kind="call_edge",
             )
         )
 

@@ -108,6 +108,18 @@ class IdentityConflictError(KbError):
         self.ident = ident
 
 
+class DraftKindError(KbError):
+    """An extractor drafted an artifact of a kind other than the one it declares (an extractor bug:
+    a snapshot's counts by kind are read from its extractors' entries)."""
+
+    def __init__(self, extractor_id: str, declared: str, drafted: str, logical_key: str) -> None:
+        super().__init__(
+            f"extractor {extractor_id!r} declares kind {declared!r}"
+            f" but drafted {logical_key!r} as {drafted!r}"
+        )
+        self.extractor_id = extractor_id
+
+
 class CheckFailedError(KbError):
     """A blocking gate failed, so the snapshot was not published (exit 1)."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from kb_assets.core.errors import GroundingError, IdentityConflictError
+from kb_assets.core.errors import DraftKindError, GroundingError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.ids import ArtifactIds, GroundingRow
 from kb_assets.core.models import Artifact, Grounding, Method
@@ -58,13 +58,14 @@ def build_artifacts(
     extractor_version: str,
     program: Program,
     method: Method = Method.DETERMINISTIC,
+    kind: str | None = None,
 ) -> list[Artifact]:
     """Give each draft its content-addressed id; sorted by (kind, logical_key) for determinism.
 
     The ids are made by one ``ArtifactIds``: drafts of one extractor share most grounding edges,
     and it encodes each edge once (same bytes hashed as ``ids.artifact_id``), from the rows the
     grounding check sorted."""
-    built = ArtifactBuilder(extractor_id, extractor_version, program, method).each(drafts)
+    built = ArtifactBuilder(extractor_id, extractor_version, program, method, kind).each(drafts)
     return sorted(built, key=lambda art: (art.kind, art.logical_key))
 
 
@@ -76,12 +77,13 @@ def artifact_batches(
     program: Program,
     size: int,
     method: Method = Method.DETERMINISTIC,
+    kind: str | None = None,
 ) -> Iterator[list[Artifact]]:
     """``build_artifacts`` a batch of ``size`` drafts at a time, in draft order, so a writer can
     store and drop each batch: the same artifacts (ids included), each once, but not sorted, and
     a logical-key conflict is only raised when its second draft is reached."""
     batch: list[Artifact] = []
-    for art in ArtifactBuilder(extractor_id, extractor_version, program, method).each(drafts):
+    for art in ArtifactBuilder(extractor_id, extractor_version, program, method, kind).each(drafts):
         batch.append(art)
         if len(batch) >= size:
             yield batch
@@ -92,10 +94,19 @@ def artifact_batches(
 
 class ArtifactBuilder:
     """Turns the drafts of one extractor run into artifacts, one at a time, remembering the id of
-    each (kind, logical key) so that a key seen again with another id is a conflict."""
+    each (kind, logical key) so that a key seen again with another id is a conflict; with
+    ``kind``, the one kind the extractor declares, a draft of another kind is refused."""
 
-    def __init__(self, extractor_id: str, extractor_version: str, program: Program, method: Method) -> None:
+    def __init__(
+        self,
+        extractor_id: str,
+        extractor_version: str,
+        program: Program,
+        method: Method,
+        kind: str | None = None,
+    ) -> None:
         self.extractor_id = extractor_id
+        self.kind = kind
         self.extractor_version = extractor_version
         self.method = method
         self.occurrences = known_occurrences(program)
@@ -106,7 +117,10 @@ class ArtifactBuilder:
         """The draft's artifact, and whether it is the first of its (kind, logical key).
 
         Raises ``GroundingError`` for a draft grounded nowhere, ``IdentityConflictError`` when its
-        (kind, logical key) was built before with another id."""
+        (kind, logical key) was built before with another id, ``DraftKindError`` for a draft of
+        a kind other than ``kind``."""
+        if self.kind is not None and draft.kind != self.kind:
+            raise DraftKindError(self.extractor_id, self.kind, draft.kind, draft.logical_key)
         rows, grounding = _checked(draft, self.occurrences)
         artifact_id = self.ids.of_rows(
             rows,

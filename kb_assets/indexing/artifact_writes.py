@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from kb_assets.core import forked
-from kb_assets.core.errors import GroundingError, IdentityConflictError
+from kb_assets.core.errors import DraftKindError, GroundingError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft, Extractor, OnDemandDrafts
 from kb_assets.core.grounding import ArtifactBuilder, artifact_batches
 from kb_assets.core.models import Method
@@ -102,11 +102,13 @@ def _mostly_stored(engine: Engine, program: Program, extractor: Extractor, draft
     cluster in the files it changed), are nearly all stored already. The drafts are read, not
     handed over; a sample that cannot be built says no, and the build itself raises as before."""
     step = max(1, len(drafts) // SAMPLE_DRAFTS)
-    builder = ArtifactBuilder(extractor.extractor_id, extractor.version, program, Method.DETERMINISTIC)
+    builder = ArtifactBuilder(
+        extractor.extractor_id, extractor.version, program, Method.DETERMINISTIC, extractor.kind
+    )
     try:
         sample = (drafts[i] for i in range(0, len(drafts), step))
         ids = {builder(d)[0].artifact_id for d in sample if d is not None}
-    except (GroundingError, IdentityConflictError):
+    except (DraftKindError, GroundingError, IdentityConflictError):
         return False
     with engine.begin() as conn:
         stored = stored_keys(conn, "artifact", "artifact_id", ids)
@@ -131,6 +133,7 @@ def _store(
         extractor_version=extractor.version,
         program=program,
         size=WRITE_ARTIFACTS,
+        kind=extractor.kind,
     )
     for batch in batches:
         with engine.begin() as conn:

@@ -53,6 +53,7 @@ def run_extractor(extractor: Extractor, program: Program) -> ExtractResult:
         extractor_id=extractor.extractor_id,
         extractor_version=extractor.version,
         program=program,
+        kind=extractor.kind,
     )
     return ExtractResult(artifacts=tuple(artifacts), gaps=extraction.gaps)
 

@@ -6,9 +6,10 @@ before this step leaves every snapshot exactly as it was.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import NamedTuple
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
 from kb_assets.core.llm.units import MODEL_PASS_IDS
@@ -56,6 +57,24 @@ def publish_commit(
             parser_version=parser_version(),
             extractor_ids=[*(ex.extractor_id for ex in EXTRACTORS), *MODEL_PASS_IDS],
         )
-        counts = reads.artifact_counts(conn, sha)
+        counts = kind_counts(conn, sha)
         digest = reads.snapshot_digest(conn, sha)
     return Published(stats, counts, gaps, digest)
+
+
+def kind_counts(conn: Connection, sha: str) -> dict[str, int]:
+    """The snapshot's artifacts by kind, as ``reads.artifact_counts`` counts them: a registered
+    extractor's entries are all of its one declared kind (``ArtifactBuilder`` refuses any other),
+    so its count is its sets' size (~1 ms instead of ~0.1 s on Django); only the entries of other
+    extractors (the model passes) are counted by kind."""
+    declared = {ex.extractor_id: ex.kind for ex in EXTRACTORS}
+    counts: Counter[str] = Counter()
+    others: list[str] = []
+    for extractor_id, size in reads.snapshot_sizes(conn, sha).items():
+        if extractor_id not in declared:
+            others.append(extractor_id)
+        elif size:
+            counts[declared[extractor_id]] += size
+    if others:
+        counts.update(reads.artifact_counts(conn, sha, others))
+    return dict(sorted(counts.items()))

@@ -95,3 +95,15 @@ def entry_count(
     if extractor_ids is not None:
         query = query.where(parts.c.extractor_id.in_(sorted(set(extractor_ids))))
     return int(conn.scalar(query) or 0)
+
+
+def entry_counts(conn: sa.Connection, parts: sa.Table, sha: str) -> dict[str, int]:
+    """``entry_count`` per extractor: how many entries each extractor's parts of ``sha`` hold."""
+    query = (
+        sa.select(parts.c.extractor_id, sa.func.sum(entry_set.c.size))
+        .select_from(parts)
+        .join(entry_set, entry_set.c.set_id == parts.c.set_id)
+        .where(parts.c.sha == sha)
+        .group_by(parts.c.extractor_id)
+    )
+    return {extractor_id: int(size) for extractor_id, size in conn.execute(query).all()}

@@ -33,6 +33,7 @@ from kb_resources.store.commit_reads import (
     staged_total,
     ungrounded_staged,
 )
+from kb_resources.store.entry_sets import entry_counts
 from kb_resources.store.location_reads import (
     CoveringSpan,
     FileAt,
@@ -51,6 +52,7 @@ from kb_resources.store.schema import (
     occurrences,
     parsed_blob,
     snapshot_entry,
+    snapshot_part,
 )
 from kb_resources.store.serving_reads import (
     embedding_coverage,
@@ -326,8 +328,11 @@ def gaps(conn: sa.Connection, sha: str) -> list[Gap]:
     return [Gap(*row) for row in conn.execute(query.order_by(gap.c.source, gap.c.ordinal)).all()]
 
 
-def artifact_counts(conn: sa.Connection, sha: str) -> dict[str, int]:
-    """How many artifacts of each kind the snapshot of ``sha`` holds.
+def artifact_counts(
+    conn: sa.Connection, sha: str, extractor_ids: Collection[str] | None = None
+) -> dict[str, int]:
+    """How many artifacts of each kind the snapshot of ``sha`` holds (of ``extractor_ids`` only
+    when given).
 
     Planned as the whole-snapshot read it is: just published, the sha has no statistics and the
     planner probed ``artifact`` once per entry (88k probes, 0.3-0.6 s on Django).
@@ -339,8 +344,16 @@ def artifact_counts(conn: sa.Connection, sha: str) -> dict[str, int]:
         .group_by(artifact.c.kind)
         .order_by(artifact.c.kind.collate("C"))
     )
+    if extractor_ids is not None:
+        query = query.where(snapshot_entry.c.extractor_id.in_(sorted(set(extractor_ids))))
     with whole_snapshot_plan(conn):
         return {kind: count for kind, count in conn.execute(query).all()}
+
+
+def snapshot_sizes(conn: sa.Connection, sha: str) -> dict[str, int]:
+    """How many entries each extractor has in the snapshot of ``sha``, from its sets' sizes (no
+    member is read: ~1 ms, where counting Django's 88k artifacts by kind takes ~0.1 s)."""
+    return entry_counts(conn, snapshot_part, sha)
 
 
 def branches(conn: sa.Connection) -> dict[str, str]:
