@@ -41,15 +41,3 @@ def analyze(conn: sa.Connection, table: str, columns: Sequence[str] | None = Non
         cur.execute(statement)
         if quick:
             cur.execute("SET LOCAL deadlock_timeout TO DEFAULT")
-
-
-def has_statistics(conn: sa.Connection, table: str, column: str) -> bool:
-    """Whether ``table.column`` has planner statistics (it was analyzed since it had rows)."""
-    found = conn.execute(
-        sa.text(
-            "SELECT EXISTS (SELECT 1 FROM pg_stats"
-            " WHERE schemaname = current_schema() AND tablename = :table AND attname = :column)"
-        ),
-        {"table": table, "column": column},
-    ).scalar()
-    return bool(found)
