@@ -363,8 +363,8 @@ def _estimated_files(conn: sa.Connection, sha: str) -> int:
 
 
 def test_a_commits_files_are_known_to_the_planner_once_written(store: Store) -> None:
-    """Every column's statistics after the first commit's files, then the sha's after each next
-    commit: the planner estimates a new commit's files from its real count, not as one row."""
+    """The statistics of the columns queries use, after each commit's files: the planner
+    estimates a new commit's files from their real count, not as one row."""
     files = [(f"m{i}.py", sha_of(f"blob{i}")[:40], "regular", 10, f"m{i}", False) for i in range(40)]
     with store.engine.begin() as conn:
         for sha in (SHA1, SHA2):
@@ -372,7 +372,7 @@ def test_a_commits_files_are_known_to_the_planner_once_written(store: Store) -> 
         writes.replace_commit_files(conn, SHA1, files)
     with store.engine.connect() as conn:
         analyzed = set(conn.scalars(sa.text("SELECT attname FROM pg_stats WHERE tablename = 'commit_file'")))
-        assert {"sha", "path", "blob_id", "module"} <= analyzed
+        assert set(writes.COMMIT_FILE_ANALYZED) <= analyzed
     with store.engine.begin() as conn:
         writes.replace_commit_files(conn, SHA2, files[:30])
     with store.engine.connect() as conn:
