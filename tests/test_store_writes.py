@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -356,7 +357,7 @@ def test_a_large_artifact_load_analyzes_the_key_columns_only(
 
 
 def _estimated_files(conn: sa.Connection, sha: str) -> int:
-    plan = conn.exec_driver_sql(
+    plan: Any = conn.exec_driver_sql(
         "EXPLAIN (FORMAT JSON) SELECT * FROM commit_file WHERE sha = %(sha)s", {"sha": sha}
     ).scalar()
     return int(plan[0]["Plan"]["Plan Rows"])
