@@ -13,7 +13,7 @@ from kb_assets.core.models import Artifact, Gap, Grounding, ParsedBlob
 from kb_resources.store import bulk, commit_reads, reads, writes
 from kb_resources.store.bulk import stored_keys
 from kb_resources.store.engine import Store
-from kb_resources.store.schema import metadata
+from kb_resources.store.schema import metadata, occurrences
 from tests.storefixtures import (
     COMMITTED_AT,
     PARSER_VERSION,
@@ -379,3 +379,18 @@ def test_a_commits_files_are_known_to_the_planner_once_written(store: Store) -> 
     with store.engine.connect() as conn:
         assert _estimated_files(conn, SHA2) == 30
         assert _estimated_files(conn, SHA1) == 40
+
+
+def test_a_commits_occurrences_are_counted_per_file(store: Store) -> None:
+    """Counted from each file's highest span ordinal, a commit's occurrences are as many as the
+    located rows: files sharing a blob each count it, a file without spans counts nothing."""
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"a.py": [ALPHA, BETA], "b.py": [ALPHA], "empty.py": []})
+        seed_commit(
+            conn, SHA2, {"a.py": [ALPHA, BETA], "c.py": [ALPHA, BETA]}, blobs={"a.py": "x", "c.py": "x"}
+        )
+    with store.engine.connect() as conn:
+        for sha, expected in ((SHA1, 3), (SHA2, 4), (sha_of("none"), 0)):
+            located = occurrences(PARSER_VERSION)
+            rows = conn.scalar(sa.select(sa.func.count()).select_from(located).where(located.c.sha == sha))
+            assert reads.occurrence_count(conn, sha, PARSER_VERSION) == rows == expected
