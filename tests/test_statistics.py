@@ -70,9 +70,10 @@ def test_a_superuser_analyzes_with_a_short_wait_then_restores_it(store: Store, s
         ).scalar()
     assert sent == [
         "SHOW is_superuser",
-        f"SELECT set_config('deadlock_timeout', %s, true) ['{AUTOVACUUM_WAIT}']",
+        "SELECT current_setting(%s) ['deadlock_timeout']",
+        f"SELECT set_config(%s, %s, true) ['deadlock_timeout', '{AUTOVACUUM_WAIT}']",
         'ANALYZE "artifact" ("artifact_id", "kind")',
-        "SET LOCAL deadlock_timeout TO DEFAULT",
+        f"SELECT set_config(%s, %s, true) ['deadlock_timeout', '{default}']",
     ]
     assert reltuples == 0  # analyzed: -1 until a table's first analysis
 

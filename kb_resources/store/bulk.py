@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from psycopg import sql
 
 from kb_resources.store.driver import driver_connection as _driver_connection
+from kb_resources.store.driver import local_setting
 from kb_resources.store.statistics import analyze
 
 _stage_names = itertools.count()
@@ -87,17 +88,13 @@ def stored_keys(conn: sa.Connection, table: str, column: str, keys: Collection[s
         )
     _copy(raw, probe, (column,), ((k,) for k in keys))
     with raw.cursor() as cur:
-        cur.execute("SHOW random_page_cost")
-        previous = cur.fetchone()
-        cur.execute("SELECT set_config('random_page_cost', %s, true)", (PROBE_RANDOM_PAGE_COST,))
-        cur.execute(
-            sql.SQL("SELECT p.{} FROM {} p JOIN {} t ON t.{} = p.{}").format(
-                key, probe, sql.Identifier(table), key, key
+        with local_setting(cur, "random_page_cost", PROBE_RANDOM_PAGE_COST):
+            cur.execute(
+                sql.SQL("SELECT p.{} FROM {} p JOIN {} t ON t.{} = p.{}").format(
+                    key, probe, sql.Identifier(table), key, key
+                )
             )
-        )
-        found = {row[0] for row in cur.fetchall()}
-        if previous is not None:
-            cur.execute("SELECT set_config('random_page_cost', %s, true)", (previous[0],))
+            found = {row[0] for row in cur.fetchall()}
         cur.execute(sql.SQL("DROP TABLE {}").format(probe))
     return found
 

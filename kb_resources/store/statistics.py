@@ -6,19 +6,20 @@ two conflict on the table's lock, and a waiter cancels an autovacuum worker only
 server's ``deadlock_timeout`` has passed (1 s by default): a full Django index's
 ``ANALYZE artifact_derived_from`` met an insert-triggered vacuum of the table and took 1.11 s
 instead of 0.1 s. So an analysis runs with a short ``deadlock_timeout`` (``AUTOVACUUM_WAIT``, set
-as ``SET LOCAL`` does), where the role may set it (a superuser, as on the embedded server;
-elsewhere it waits as before).
+as ``SET LOCAL`` does, then restored: ``driver.local_setting``), where the role may set it (a
+superuser, as on the embedded server; elsewhere it waits as before).
 The cancelled vacuum is autovacuum's to redo later, as it does whenever a lock waiter cancels it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 import sqlalchemy as sa
 from psycopg import sql
 
-from kb_resources.store.driver import driver_connection
+from kb_resources.store.driver import driver_connection, local_setting
 
 AUTOVACUUM_WAIT = "20ms"
 """How long an ``ANALYZE`` waits on a lock before the server checks for deadlocks, and so before
@@ -36,8 +37,5 @@ def analyze(conn: sa.Connection, table: str, columns: Sequence[str] | None = Non
         cur.execute("SHOW is_superuser")
         found = cur.fetchone()
         quick = found is not None and found[0] == "on"
-        if quick:
-            cur.execute("SELECT set_config('deadlock_timeout', %s, true)", (AUTOVACUUM_WAIT,))
-        cur.execute(statement)
-        if quick:
-            cur.execute("SET LOCAL deadlock_timeout TO DEFAULT")
+        with local_setting(cur, "deadlock_timeout", AUTOVACUUM_WAIT) if quick else nullcontext():
+            cur.execute(statement)
