@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -86,12 +87,7 @@ def entry_count(
 ) -> int:
     """How many entries the ``parts`` (``staged_part`` or ``snapshot_part``) of ``sha`` hold, of
     ``extractor_ids`` only when given: their sets' sizes, summed without reading a member."""
-    query = (
-        sa.select(sa.func.coalesce(sa.func.sum(entry_set.c.size), 0))
-        .select_from(parts)
-        .join(entry_set, entry_set.c.set_id == parts.c.set_id)
-        .where(parts.c.sha == sha)
-    )
+    query = _sized(parts, sha, sa.func.coalesce(sa.func.sum(entry_set.c.size), 0))
     if extractor_ids is not None:
         query = query.where(parts.c.extractor_id.in_(sorted(set(extractor_ids))))
     return int(conn.scalar(query) or 0)
@@ -99,11 +95,17 @@ def entry_count(
 
 def entry_counts(conn: sa.Connection, parts: sa.Table, sha: str) -> dict[str, int]:
     """``entry_count`` per extractor: how many entries each extractor's parts of ``sha`` hold."""
-    query = (
-        sa.select(parts.c.extractor_id, sa.func.sum(entry_set.c.size))
+    query = _sized(parts, sha, parts.c.extractor_id, sa.func.sum(entry_set.c.size))
+    return {
+        extractor_id: int(size) for extractor_id, size in conn.execute(query.group_by(parts.c.extractor_id))
+    }
+
+
+def _sized(parts: sa.Table, sha: str, *columns: sa.ColumnElement[Any]) -> sa.Select[Any]:
+    """``columns`` over the ``parts`` of ``sha`` joined with the sets they name."""
+    return (
+        sa.select(*columns)
         .select_from(parts)
         .join(entry_set, entry_set.c.set_id == parts.c.set_id)
         .where(parts.c.sha == sha)
-        .group_by(parts.c.extractor_id)
     )
-    return {extractor_id: int(size) for extractor_id, size in conn.execute(query).all()}
