@@ -23,6 +23,7 @@ from kb_assets.cli.session import Session
 from kb_assets.core.errors import CheckFailedError, KbError
 from kb_assets.core.models import Gap
 from kb_assets.core.summary import IndexStats
+from kb_assets.indexing.prefetch import prefetching
 from kb_assets.indexing.progress import set_reporter
 from kb_resources.store import reads
 from kb_resources.store.failures import lost_store
@@ -149,7 +150,7 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
     set_reporter(progress)
     run_id = str(uuid.uuid4())
     try:
-        with kept_interrupt_handlers():
+        with kept_interrupt_handlers(), prefetching():  # every step runs here: see ``prefetch``
             return defs.resolve_job_def(job).execute_in_process(
                 partition_key=sha,
                 instance=instance,

@@ -18,15 +18,21 @@ from sqlalchemy import Engine
 from kb_assets.core.callgraph.graph import resolutions_in
 from kb_assets.core.extractors.base import Draft, Extraction, Extractor, OnDemandDrafts
 from kb_assets.core.extractors.call_carry import EdgeCarry
+from kb_assets.core.extractors.calls import CallsExtractor
+from kb_assets.core.extractors.entities import EntitiesExtractor
+from kb_assets.core.extractors.imports import ImportsExtractor
+from kb_assets.core.extractors.public_api import PublicApiExtractor
+from kb_assets.core.extractors.registry import extractor as registered
 from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.paths.entrypoints import resolve_shared
 from kb_assets.core.program import Program
+from kb_assets.indexing import prefetch
 from kb_assets.indexing.artifact_writes import Drafts, store_drafts
 from kb_assets.indexing.carries import keep_carry, known_stored, mark_staged, open_carry
 from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
 from kb_resources.store import bulk, writes
-from kb_resources.store.bulk import refresh_statistics
+from kb_resources.store.bulk import LoadLog, refresh_statistics
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,16 +76,19 @@ class StagedResult:
     """Call edges built from an earlier commit's resolutions (kept by ``kb watch`` or read from
     the resolutions file): the files whose call sites were resolved again, the rest replayed;
     None when every file was resolved."""
+    ahead: bool = False
+    """Whether a forked copy did the work while an earlier step ran (``prefetch``)."""
 
     @property
     def data_version(self) -> str:
         """Digest of the artifact ids: Dagster's data version for this asset partition."""
         return ids_digest(self.artifact_ids)
 
-    def metadata(self) -> dict[str, int | dict[str, int]]:
-        """What the asset's materialization shows: counts, gap reasons and, when the call graph
-        was built incrementally, how many files it resolved again."""
-        found: dict[str, int | dict[str, int]] = {
+    def metadata(self) -> dict[str, bool | int | dict[str, int]]:
+        """What the asset's materialization shows: counts, gap reasons, how many files the call
+        graph resolved again when it was built incrementally, and whether the work was done
+        ahead, by a forked copy (``prefetch``)."""
+        found: dict[str, bool | int | dict[str, int]] = {
             "artifacts": len(self.artifact_ids),
             "reused": self.reused,
             "gaps": len(self.gaps),
@@ -87,6 +96,8 @@ class StagedResult:
         }
         if self.resolved_again is not None:
             found["files_resolved_again"] = self.resolved_again
+        if self.ahead:
+            found["done_ahead"] = True
         return found
 
 
@@ -118,36 +129,68 @@ def _extract(
     carry_file: Path | None,
     resolutions: ResolutionFile | None,
 ) -> StagedResult:
+    if extractor.extractor_id == AHEAD_OF and extractor is registered(AHEAD_OF):
+        prefetch.start(engine.url, program, [registered(i) for i in AHEAD], _stored)
     carry = open_carry(extractor, carry_file)
+    if carry is None:
+        ahead = prefetch.take(engine.url, program, extractor)
+        done = ahead or _stored(engine, program, extractor)
+        _stage(engine, program.sha, extractor, done)
+        return StagedResult(artifact_ids=tuple(sorted(done.ids)), gaps=done.gaps, ahead=ahead is not None)
     with resolutions_in(resolutions) if resolutions is not None else nullcontext():
-        extraction, reused, resolved = _extraction(engine, program, extractor, carry)
-    made = extraction.drafts
-    drafts: Drafts = made if isinstance(made, OnDemandDrafts) else list[Draft | None](made)
-    gaps = extraction.gaps
-    del extraction, made  # the drafts are now only in ``drafts``, which hands each over once
+        extraction, reused, resolved = _extraction(engine, program, carry)
+    drafts, gaps = _drafts(extraction)
+    del extraction  # the drafts are now only in ``drafts``, which hands each over once
     ids, log = store_drafts(engine, program, extractor, drafts)
     drafted = len(ids)  # the drafts' ids, in draft order (one artifact per call-edge draft)
     ids += reused
-    with engine.begin() as conn:
-        writes.replace_staged(conn, program.sha, extractor.extractor_id, ids)
-        writes.replace_gaps(conn, program.sha, extractor.extractor_id, gaps)
-        refresh_statistics(conn, log)
-    if carry is not None:
-        carry.remember(program, ids[:drafted])
-        mark_staged(carry, _store_name(engine))
-        keep_carry(carry, carry_file)
+    _stage(engine, program.sha, extractor, prefetch.Ahead(ids=tuple(ids), gaps=gaps, loaded=log.rows))
+    carry.remember(program, ids[:drafted])
+    mark_staged(carry, _store_name(engine))
+    keep_carry(carry, carry_file)
     return StagedResult(
         artifact_ids=tuple(sorted(ids)), gaps=gaps, reused=len(reused), resolved_again=resolved
     )
 
 
+AHEAD_OF = CallsExtractor.extractor_id
+"""The extractor whose step starts the work of later ones in a forked copy (``prefetch``): the
+run's longest step, during which this process keeps one core busy."""
+
+AHEAD = (EntitiesExtractor.extractor_id, ImportsExtractor.extractor_id, PublicApiExtractor.extractor_id)
+"""The extractors done ahead while ``AHEAD_OF``'s step runs: their steps come after it (Dagster
+runs a level's steps by name), and they read no other asset and share no resolution with the
+process paths (routes and event handlers do: ``resolve_shared``)."""
+
+
+def _stored(engine: Engine, program: Program, extractor: Extractor) -> prefetch.Ahead:
+    """Resolve the extractor (``resolve_shared``) and store its artifacts; what to stage."""
+    drafts, gaps = _drafts(resolve_shared(program, extractor))
+    ids, log = store_drafts(engine, program, extractor, drafts)
+    return prefetch.Ahead(ids=tuple(ids), gaps=gaps, loaded=log.rows)
+
+
+def _drafts(extraction: Extraction) -> tuple[Drafts, tuple[Gap, ...]]:
+    """The extraction's drafts as ``store_drafts`` takes them (a list it clears as it goes, or
+    drafts made on demand), and its gaps."""
+    made = extraction.drafts
+    return (made if isinstance(made, OnDemandDrafts) else list[Draft | None](made)), extraction.gaps
+
+
+def _stage(engine: Engine, sha: str, extractor: Extractor, done: prefetch.Ahead) -> None:
+    """Make ``done``'s ids and gaps the extractor's staged set at ``sha``, in one transaction, and
+    refresh the statistics of what it loaded."""
+    with engine.begin() as conn:
+        writes.replace_staged(conn, sha, extractor.extractor_id, done.ids)
+        writes.replace_gaps(conn, sha, extractor.extractor_id, done.gaps)
+        refresh_statistics(conn, LoadLog(done.loaded))
+
+
 def _extraction(
-    engine: Engine, program: Program, extractor: Extractor, carry: EdgeCarry | None
+    engine: Engine, program: Program, carry: EdgeCarry
 ) -> tuple[Extraction, tuple[str, ...], int | None]:
     """The extraction to store, the ids it reuses (only from a carry whose ids are stored) and
     the files its call graph resolved again (``Carried.resolved``)."""
-    if carry is None:
-        return resolve_shared(program, extractor), (), None
     carried = carry.resolve(program)
     if not carried.reused or known_stored(carry, _store_name(engine)):
         return carried.extraction, carried.reused, carried.resolved

@@ -1,0 +1,129 @@
+"""Work of later steps done ahead, in a forked copy, while a run's longest step keeps one core busy.
+
+A run executes its steps one after the other in one process, so on a one-file commit the second
+core idles through the call-edge step (~1 s on Django) while the steps after it (entities, import
+edges, public API: ~0.5 s between them) wait their turn, although they need nothing the call
+graph makes. ``start`` hands their work to a copy of the process (``kb_assets.core.forked``: it
+shares the loaded program copy-on-write); the step that needs a result ``take``s it, waiting for
+the copy if it is not done. The copy writes what it builds to the store over its own connection
+(artifacts are content-addressed: a second writer of the same row is a no-op), and returns only
+what the steps stage: each step still stages its own ids and gaps, in its own order, so Dagster
+sees each asset's materialization from its own step.
+
+Only a run that executes every step in this process asks for it (``prefetching``: ``kb index``,
+``kb watch``); a step process of a multiprocess run would leave the results to nobody. A copy
+that fails, dies or cannot be made leaves nothing to take, and the steps do their own work, as
+they do for any program, store or extractor object other than the ones the copy was started for.
+A result not taken when the run ends is dropped, its copy stopped and reaped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+
+import sqlalchemy as sa
+
+from kb_assets.core import forked
+from kb_assets.core.extractors.base import Extractor
+from kb_assets.core.models import Gap
+from kb_assets.core.program import Program
+from kb_resources.store.engine import create_store_engine
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """One extractor's work, done: the ids of its artifacts (stored) in draft order, its gaps, and
+    the rows it loaded per table (for the step's one statistics refresh)."""
+
+    ids: tuple[str, ...]
+    gaps: tuple[Gap, ...]
+    loaded: Counter[str]
+
+
+Work = Callable[[sa.Engine, Program, Extractor], Ahead]
+"""One extractor's work on a program, given an engine on the store (the copy's own)."""
+
+
+@dataclass(slots=True)
+class _Started:
+    """A copy at work, what it was started for, and its results once waited for."""
+
+    url: sa.URL
+    program: Program
+    extractors: tuple[Extractor, ...]
+    copy: forked.Forked[dict[str, Ahead]]
+    results: dict[str, Ahead] | None = None
+    waited: bool = False
+    taken: set[str] = field(default_factory=set)
+
+
+_active = False
+"""Whether ``prefetching`` is active (the run executes every step in this process)."""
+_started: _Started | None = None
+
+
+@contextmanager
+def prefetching() -> Iterator[None]:
+    """Within: ``start`` may hand work to a copy; on the way out, whatever was not taken is
+    dropped and its copy stopped."""
+    global _active  # noqa: PLW0603 - a process-wide setting, like ``kept_resolutions``
+    previous, _active = _active, True
+    try:
+        yield
+    finally:
+        _active = previous
+        discard()
+
+
+def start(url: sa.URL, program: Program, extractors: Sequence[Extractor], work: Work) -> bool:
+    """Begin ``work`` for each extractor of ``program`` in a copy; False when none was started
+    (not ``prefetching``, nothing to do, or ``forked.fork`` could not make a copy)."""
+    global _started  # noqa: PLW0603 - one copy per process at a time
+    discard()
+    if not _active or not extractors:
+        return False
+    copy = forked.fork(partial(_ahead, url, program, tuple(extractors), work))
+    if copy is None:
+        return False
+    _started = _Started(url, program, tuple(extractors), copy)
+    return True
+
+
+def take(url: sa.URL, program: Program, extractor: Extractor) -> Ahead | None:
+    """The copy's result for ``extractor`` on ``program`` in the store at ``url`` (each handed out
+    once), waiting for the copy if it has not finished; None when there is none to take."""
+    started = _started
+    if (
+        started is None
+        or started.program is not program
+        or started.url != url
+        or not any(ex is extractor for ex in started.extractors)
+        or extractor.extractor_id in started.taken
+    ):
+        return None
+    if not started.waited:
+        started.waited = True
+        started.results = started.copy.result()
+    started.taken.add(extractor.extractor_id)
+    return started.results.get(extractor.extractor_id) if started.results is not None else None
+
+
+def discard() -> None:
+    """Drop the copy's results, stopping and reaping it if it still runs."""
+    global _started
+    started, _started = _started, None
+    if started is not None:
+        started.copy.__exit__(None, None, None)
+
+
+def _ahead(url: sa.URL, program: Program, extractors: tuple[Extractor, ...], work: Work) -> dict[str, Ahead]:
+    """In the copy: each extractor's work, over a connection of the copy's own."""
+    engine = create_store_engine(url)
+    try:
+        return {ex.extractor_id: work(engine, program, ex) for ex in extractors}
+    finally:
+        engine.dispose()

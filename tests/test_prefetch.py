@@ -1,0 +1,172 @@
+"""Work done ahead by a forked copy (``prefetch``) is the work the steps would have done: a ``kb
+index`` run stages and publishes, for the extractors done ahead, exactly what each extractor
+resolves on its own, and says so in their materializations; a result goes only to the program,
+store and extractor it was made for, once; a copy that fails leaves the work to the step; a copy
+still running when the run ends is stopped.
+
+Whatever forks runs in a freshly spawned process (``tests.spawned``): a copy is only made from a
+process with one thread. Each test checks that a copy was made, so none can pass by never forking.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+import sqlalchemy as sa
+
+from kb_assets.cli.instance import open_instance
+from kb_assets.cli.main import main
+from kb_assets.core.extractors.base import Extractor
+from kb_assets.core.extractors.registry import extractor as registered
+from kb_assets.core.program import Program
+from kb_assets.core.spans import ParseLimits
+from kb_assets.indexing import prefetch
+from kb_assets.indexing.extract import AHEAD, run_extractor
+from kb_assets.indexing.load import forget_programs, load_program
+from kb_resources.git.repo import GitRepo
+from kb_resources.settings import load_settings
+from kb_resources.store import reads
+from kb_resources.store.engine import open_store
+from tests.gitfixtures import build_repo
+from tests.kbfixtures import KbEnv
+from tests.programs import program_from_files
+from tests.spawned import run_spawned
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _index(environ: dict[str, str], repo: str, shas: list[str]) -> list[int]:
+    """In a spawned process: ``kb index`` of each commit, in order; the exit codes."""
+    os.environ.update(environ)
+    codes = []
+    for sha in shas:
+        try:
+            codes.append(main(["index", repo, "--sha", sha, "--no-verify"]))
+        except SystemExit as exit_:
+            codes.append(int(exit_.code or 0))
+    return codes
+
+
+def _done_ahead(repo: Path, asset: str) -> dict[str | None, object]:
+    """``done_ahead`` of the asset's materializations, by commit (absent: False)."""
+    settings = load_settings()
+    instance = open_instance(settings, open_store(settings, GitRepo.open(repo).key()))
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=50).records
+    found: dict[str | None, object] = {}
+    for record in records:
+        meta = record.asset_materialization.metadata  # type: ignore[union-attr]
+        found[record.partition_key] = meta["done_ahead"].value if "done_ahead" in meta else False
+    return found
+
+
+def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every commit of the entities fixture, on a fresh store: every artifact is written by the copy."""
+    repo = tmp_path / "repo"
+    shas = build_repo(FIXTURES / "entities_oracle", repo)
+    assert run_spawned(_index, kb_env.environ, str(repo), shas) == [0] * len(shas)
+    for name, value in kb_env.environ.items():
+        monkeypatch.setenv(name, value)
+    git = GitRepo.open(repo)
+    store = open_store(load_settings(), git.key())
+    try:
+        for asset in ("entities", "import_edges", "public_api"):
+            assert _done_ahead(repo, asset) == dict.fromkeys(shas, True)
+        assert _done_ahead(repo, "call_edges") == dict.fromkeys(shas, False)
+        forget_programs()
+        for sha in shas:
+            program = load_program(git, store.engine, sha, limits=ParseLimits(), workers=1)
+            with store.engine.connect() as conn:
+                gaps = Counter((g.source, g.path, g.reason, g.line) for g in reads.gaps(conn, sha))
+                for extractor_id in AHEAD:
+                    own = run_extractor(registered(extractor_id), program)
+                    published = _published(conn, sha, extractor_id)
+                    assert published == {a.artifact_id for a in own.artifacts}
+                    recorded = Counter({k: n for k, n in gaps.items() if k[0] == extractor_id})
+                    assert recorded == Counter((extractor_id, g.path, g.reason, g.line) for g in own.gaps)
+            assert all(_published_count(store.engine, sha, i) for i in AHEAD)
+    finally:
+        store.close()
+
+
+def _published(conn: sa.Connection, sha: str, extractor_id: str) -> set[str]:
+    """The ids of one extractor's artifacts in the published snapshot of ``sha``."""
+    query = sa.text(
+        "SELECT e.artifact_id FROM snapshot_entry e JOIN artifact a USING (artifact_id)"
+        " WHERE e.sha = :sha AND a.extractor_id = :extractor_id"
+    )
+    return set(conn.scalars(query, {"sha": sha, "extractor_id": extractor_id}))
+
+
+def _published_count(engine: sa.Engine, sha: str, extractor_id: str) -> int:
+    with engine.connect() as conn:
+        return len(_published(conn, sha, extractor_id))
+
+
+URL = sa.make_url("postgresql+psycopg://nobody@/unused")
+"""The copies below never connect: their work ignores the engine it is given."""
+
+
+def _ids(extractor_id: str) -> prefetch.Ahead:
+    return prefetch.Ahead(ids=(extractor_id * 8,), gaps=(), loaded=Counter({"artifact": 1}))
+
+
+def _named(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Ahead:
+    return _ids(ex.extractor_id)
+
+
+def _failing(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Ahead:
+    raise RuntimeError("the copy fails")
+
+
+def _stuck(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Ahead:
+    time.sleep(600)
+    return _ids(ex.extractor_id)
+
+
+def _exercise() -> dict[str, Any]:
+    """In a spawned process: what ``start`` and ``take`` answer in each case."""
+    program = program_from_files({"a.py": "import os\n"})
+    other = program_from_files({"a.py": "import os\n"})
+    imports, entities = registered("imports"), registered("entities")
+    out: dict[str, Any] = {"outside": prefetch.start(URL, program, [imports], _named)}
+    with prefetch.prefetching():
+        out["started"] = prefetch.start(URL, program, [imports, entities], _named)
+        out["other program"] = prefetch.take(URL, program=other, extractor=imports)
+        out["other store"] = prefetch.take(sa.make_url("postgresql+psycopg://x@/y"), program, imports)
+        out["other object"] = prefetch.take(URL, program, type(imports)())
+        out["not started for"] = prefetch.take(URL, program, registered("calls"))
+        out["imports"] = prefetch.take(URL, program, imports)
+        out["imports again"] = prefetch.take(URL, program, imports)
+        out["entities"] = prefetch.take(URL, program, entities)
+        out["failing started"] = prefetch.start(URL, program, [imports], _failing)
+        out["failing"] = prefetch.take(URL, program, imports)
+        out["stuck started"] = prefetch.start(URL, program, [imports], _stuck)
+        started = prefetch._started
+        assert started is not None
+        out["stuck pid"] = started.copy._pid
+    out["left"] = prefetch._started
+    return out
+
+
+def test_a_result_goes_once_to_what_it_was_made_for() -> None:
+    found = run_spawned(_exercise)
+    assert found["outside"] is False
+    assert found["started"] is True
+    for case in ("other program", "other store", "other object", "not started for", "imports again"):
+        assert found[case] is None, case
+    assert found["imports"] == _ids("imports")
+    assert found["entities"] == _ids("entities")
+    assert found["failing started"] is True
+    assert found["failing"] is None
+    assert found["stuck started"] is True
+    assert found["left"] is None
+    with pytest.raises(ProcessLookupError):  # stopped and reaped when the run ended
+        os.kill(found["stuck pid"], 0)
