@@ -27,7 +27,7 @@ from kb_assets.core.extractors.registry import extractor as registered
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing import prefetch
-from kb_assets.indexing.extract import AHEAD, run_extractor
+from kb_assets.indexing.extract import AFTER_GRAPH, AHEAD, run_extractor
 from kb_assets.indexing.load import forget_programs, load_program
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
@@ -65,19 +65,24 @@ def _done_ahead(repo: Path, asset: str) -> dict[str | None, object]:
     return found
 
 
+@pytest.mark.parametrize(
+    ("fixture", "nonempty"),
+    [("entities_oracle", AHEAD), ("paths_oracle", ("process_paths",))],
+)
 def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
-    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture: str, nonempty: tuple[str, ...]
 ) -> None:
-    """Every commit of the entities fixture, on a fresh store: every artifact is written by the copy."""
+    """Every commit of a fixture, the first on a fresh store (every artifact is written by a copy);
+    ``nonempty``: the extractors that find something there."""
     repo = tmp_path / "repo"
-    shas = build_repo(FIXTURES / "entities_oracle", repo)
+    shas = build_repo(FIXTURES / fixture, repo)
     assert run_spawned(_index, kb_env.environ, str(repo), shas) == [0] * len(shas)
     for name, value in kb_env.environ.items():
         monkeypatch.setenv(name, value)
     git = GitRepo.open(repo)
     store = open_store(load_settings(), git.key())
     try:
-        for asset in ("entities", "import_edges", "public_api"):
+        for asset in ("entities", "import_edges", "public_api", "process_paths"):
             assert _done_ahead(repo, asset) == dict.fromkeys(shas, True)
         assert _done_ahead(repo, "call_edges") == dict.fromkeys(shas, False)
         forget_programs()
@@ -85,13 +90,13 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
             program = load_program(git, store.engine, sha, limits=ParseLimits(), workers=1)
             with store.engine.connect() as conn:
                 gaps = Counter((g.source, g.path, g.reason, g.line) for g in reads.gaps(conn, sha))
-                for extractor_id in AHEAD:
+                for extractor_id in AHEAD + AFTER_GRAPH:
                     own = run_extractor(registered(extractor_id), program)
                     published = _published(conn, sha, extractor_id)
                     assert published == {a.artifact_id for a in own.artifacts}
                     recorded = Counter({k: n for k, n in gaps.items() if k[0] == extractor_id})
                     assert recorded == Counter((extractor_id, g.path, g.reason, g.line) for g in own.gaps)
-            assert all(_published_count(store.engine, sha, i) for i in AHEAD)
+            assert all(_published_count(store.engine, sha, i) for i in nonempty)
     finally:
         store.close()
 
@@ -149,9 +154,7 @@ def _exercise() -> dict[str, Any]:
         out["failing started"] = prefetch.start(URL, program, [imports], _failing)
         out["failing"] = prefetch.take(URL, program, imports)
         out["stuck started"] = prefetch.start(URL, program, [imports], _stuck)
-        started = prefetch._started
-        assert started is not None
-        out["stuck pid"] = started.copy._pid
+        out["stuck pid"] = prefetch._started[-1].copy._pid
     out["left"] = prefetch._started
     return out
 
@@ -167,6 +170,6 @@ def test_a_result_goes_once_to_what_it_was_made_for() -> None:
     assert found["failing started"] is True
     assert found["failing"] is None
     assert found["stuck started"] is True
-    assert found["left"] is None
+    assert found["left"] == []
     with pytest.raises(ProcessLookupError):  # stopped and reaped when the run ended
         os.kill(found["stuck pid"], 0)

@@ -21,6 +21,7 @@ from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.extractors.entities import EntitiesExtractor
 from kb_assets.core.extractors.imports import ImportsExtractor
+from kb_assets.core.extractors.process_paths import ProcessPathsExtractor
 from kb_assets.core.extractors.public_api import PublicApiExtractor
 from kb_assets.core.extractors.registry import extractor as registered
 from kb_assets.core.grounding import build_artifacts
@@ -139,6 +140,8 @@ def _extract(
         return StagedResult(artifact_ids=tuple(sorted(done.ids)), gaps=done.gaps, ahead=ahead is not None)
     with resolutions_in(resolutions) if resolutions is not None else nullcontext():
         extraction, reused, resolved = _extraction(engine, program, carry)
+    if extractor.extractor_id == AHEAD_OF and extractor is registered(AHEAD_OF):
+        prefetch.start(engine.url, program, [registered(i) for i in AFTER_GRAPH], _stored)
     drafts, gaps = _drafts(extraction)
     del extraction  # the drafts are now only in ``drafts``, which hands each over once
     ids, log = store_drafts(engine, program, extractor, drafts)
@@ -161,6 +164,11 @@ AHEAD = (EntitiesExtractor.extractor_id, ImportsExtractor.extractor_id, PublicAp
 """The extractors done ahead while ``AHEAD_OF``'s step runs: their steps come after it (Dagster
 runs a level's steps by name), and they read no other asset and share no resolution with the
 process paths (routes and event handlers do: ``resolve_shared``)."""
+
+
+AFTER_GRAPH = (ProcessPathsExtractor.extractor_id,)
+"""The extractors done ahead once ``AHEAD_OF``'s step has built the call graph they search (the
+copy shares it), while the rest of that step and the steps between run here."""
 
 
 def _stored(engine: Engine, program: Program, extractor: Extractor) -> prefetch.Ahead:

@@ -60,10 +60,21 @@ class _Started:
     waited: bool = False
     taken: set[str] = field(default_factory=set)
 
+    def made_for(self, url: sa.URL, program: Program, extractor: Extractor) -> bool:
+        """Whether this copy works for ``extractor`` (that very object) on ``program`` in the
+        store at ``url``, and its result for it was not taken yet."""
+        return (
+            self.program is program
+            and self.url == url
+            and any(ex is extractor for ex in self.extractors)
+            and extractor.extractor_id not in self.taken
+        )
+
 
 _active = False
 """Whether ``prefetching`` is active (the run executes every step in this process)."""
-_started: _Started | None = None
+_started: list[_Started] = []
+"""The copies started for the program of the run in progress, oldest first."""
 
 
 @contextmanager
@@ -80,30 +91,25 @@ def prefetching() -> Iterator[None]:
 
 
 def start(url: sa.URL, program: Program, extractors: Sequence[Extractor], work: Work) -> bool:
-    """Begin ``work`` for each extractor of ``program`` in a copy; False when none was started
-    (not ``prefetching``, nothing to do, or ``forked.fork`` could not make a copy)."""
-    global _started  # noqa: PLW0603 - one copy per process at a time
-    discard()
+    """Begin ``work`` for each extractor of ``program`` in a copy (copies started for another
+    program are dropped first); False when none was started (not ``prefetching``, nothing to do,
+    or ``forked.fork`` could not make a copy)."""
+    if any(started.program is not program for started in _started):
+        discard()
     if not _active or not extractors:
         return False
     copy = forked.fork(partial(_ahead, url, program, tuple(extractors), work))
     if copy is None:
         return False
-    _started = _Started(url, program, tuple(extractors), copy)
+    _started.append(_Started(url, program, tuple(extractors), copy))
     return True
 
 
 def take(url: sa.URL, program: Program, extractor: Extractor) -> Ahead | None:
-    """The copy's result for ``extractor`` on ``program`` in the store at ``url`` (each handed out
+    """A copy's result for ``extractor`` on ``program`` in the store at ``url`` (each handed out
     once), waiting for the copy if it has not finished; None when there is none to take."""
-    started = _started
-    if (
-        started is None
-        or started.program is not program
-        or started.url != url
-        or not any(ex is extractor for ex in started.extractors)
-        or extractor.extractor_id in started.taken
-    ):
+    started = next((s for s in _started if s.made_for(url, program, extractor)), None)
+    if started is None:
         return None
     if not started.waited:
         started.waited = True
@@ -113,11 +119,9 @@ def take(url: sa.URL, program: Program, extractor: Extractor) -> Ahead | None:
 
 
 def discard() -> None:
-    """Drop the copy's results, stopping and reaping it if it still runs."""
-    global _started
-    started, _started = _started, None
-    if started is not None:
-        started.copy.__exit__(None, None, None)
+    """Drop the copies' results, stopping and reaping any that still runs."""
+    while _started:
+        _started.pop().copy.__exit__(None, None, None)
 
 
 def _ahead(url: sa.URL, program: Program, extractors: tuple[Extractor, ...], work: Work) -> dict[str, Ahead]:
