@@ -67,7 +67,11 @@ def _done_ahead(repo: Path, asset: str) -> dict[str | None, object]:
 
 @pytest.mark.parametrize(
     ("fixture", "nonempty"),
-    [("entities_oracle", AHEAD), ("paths_oracle", ("process_paths",))],
+    [
+        ("entities_oracle", AHEAD),
+        ("paths_oracle", ("process_paths",)),
+        ("events_oracle", ("event_handlers",)),
+    ],
 )
 def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
     kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture: str, nonempty: tuple[str, ...]
@@ -82,7 +86,7 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
     git = GitRepo.open(repo)
     store = open_store(load_settings(), git.key())
     try:
-        for asset in ("entities", "import_edges", "public_api", "process_paths"):
+        for asset in ("entities", "event_handlers", "import_edges", "public_api", "process_paths"):
             assert _done_ahead(repo, asset) == dict.fromkeys(shas, True)
         assert _done_ahead(repo, "call_edges") == dict.fromkeys(shas, False)
         forget_programs()

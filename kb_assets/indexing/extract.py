@@ -20,6 +20,7 @@ from kb_assets.core.extractors.base import Draft, Extraction, Extractor, OnDeman
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.extractors.entities import EntitiesExtractor
+from kb_assets.core.extractors.event_handlers import EventHandlersExtractor
 from kb_assets.core.extractors.imports import ImportsExtractor
 from kb_assets.core.extractors.process_paths import ProcessPathsExtractor
 from kb_assets.core.extractors.public_api import PublicApiExtractor
@@ -166,9 +167,11 @@ runs a level's steps by name), and they read no other asset and share no resolut
 process paths (routes and event handlers do: ``resolve_shared``)."""
 
 
-AFTER_GRAPH = (ProcessPathsExtractor.extractor_id,)
-"""The extractors done ahead once ``AHEAD_OF``'s step has built the call graph they search (the
-copy shares it), while the rest of that step and the steps between run here."""
+AFTER_GRAPH = (EventHandlersExtractor.extractor_id, ProcessPathsExtractor.extractor_id)
+"""The extractors done ahead once ``AHEAD_OF``'s step has built the call graph the process paths
+search (the copy shares it), while the rest of that step and the steps between run here: the
+event handlers first, so that the paths' entry points take the copy's resolution of them
+(``resolve_shared``)."""
 
 
 def _stored(engine: Engine, program: Program, extractor: Extractor) -> prefetch.Ahead:
