@@ -1,6 +1,7 @@
 """Work done ahead by a forked copy (``prefetch``) is the work the steps would have done: a ``kb
 index`` run stages and publishes, for the extractors done ahead, exactly what each extractor
-resolves on its own, and says so in their materializations; a result goes only to the program,
+resolves on its own, and says so in their materializations (the call-edge step, which starts the
+copies, runs before their steps); a result goes only to the program,
 store and extractor it was made for, once; a copy that fails leaves the work to the step; a copy
 still running when the run ends is stopped.
 
@@ -68,8 +69,8 @@ def _done_ahead(repo: Path, asset: str) -> dict[str | None, object]:
 @pytest.mark.parametrize(
     ("fixture", "nonempty"),
     [
-        ("entities_oracle", AHEAD),
-        ("paths_oracle", ("process_paths",)),
+        ("entities_oracle", ("entities", "imports", "public_api")),
+        ("paths_oracle", ("api_routes", "process_paths")),
         ("events_oracle", ("event_handlers",)),
     ],
 )
@@ -86,7 +87,7 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
     git = GitRepo.open(repo)
     store = open_store(load_settings(), git.key())
     try:
-        for asset in ("entities", "event_handlers", "import_edges", "public_api", "process_paths"):
+        for asset in (registered(i).asset_name for i in AHEAD + AFTER_GRAPH):
             assert _done_ahead(repo, asset) == dict.fromkeys(shas, True)
         assert _done_ahead(repo, "call_edges") == dict.fromkeys(shas, False)
         forget_programs()

@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from kb_assets.core.callgraph.graph import resolutions_in
+from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Draft, Extraction, Extractor, OnDemandDrafts
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.extractors.calls import CallsExtractor
@@ -161,10 +162,19 @@ AHEAD_OF = CallsExtractor.extractor_id
 """The extractor whose step starts the work of later ones in a forked copy (``prefetch``): the
 run's longest step, during which this process keeps one core busy."""
 
-AHEAD = (EntitiesExtractor.extractor_id, ImportsExtractor.extractor_id, PublicApiExtractor.extractor_id)
-"""The extractors done ahead while ``AHEAD_OF``'s step runs: their steps come after it (Dagster
-runs a level's steps by name), and they read no other asset and share no resolution with the
-process paths (routes and event handlers do: ``resolve_shared``)."""
+AHEAD = (
+    ApiRoutesExtractor.extractor_id,
+    EntitiesExtractor.extractor_id,
+    ImportsExtractor.extractor_id,
+    PublicApiExtractor.extractor_id,
+)
+"""The extractors done ahead while ``AHEAD_OF``'s step runs: they read no other asset, and their
+steps come after it (``AHEAD_OF_PRIORITY``). The process paths' copy resolves the routes again
+for their entry points (~0.04 s on Django, on the other core)."""
+
+AHEAD_OF_PRIORITY = 1
+"""Dagster's ``dagster/priority`` of ``AHEAD_OF``'s step: among the steps ready to run it goes
+first (the rest keep their order), so that the others' work is done ahead of them."""
 
 
 AFTER_GRAPH = (EventHandlersExtractor.extractor_id, ProcessPathsExtractor.extractor_id)
