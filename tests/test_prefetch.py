@@ -1,7 +1,7 @@
 """Work done ahead by a forked copy (``prefetch``) is the work the steps would have done: a ``kb
 index`` run stages and publishes, for the extractors done ahead, exactly what each extractor
 resolves on its own, and says so in their materializations (the call-edge step, which starts the
-copies, runs before their steps); a result goes only to the program,
+copies on an incremental run, runs before their steps); a result goes only to the program,
 store and extractor it was made for, once; a copy that fails leaves the work to the step; a copy
 still running when the run ends is stopped.
 
@@ -34,7 +34,7 @@ from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
 from kb_resources.store.engine import open_store
-from tests.gitfixtures import build_repo
+from tests.gitfixtures import build_repo, commit_folders, commit_tree, read_folder
 from tests.kbfixtures import KbEnv
 from tests.programs import program_from_files
 from tests.spawned import run_spawned
@@ -77,10 +77,14 @@ def _done_ahead(repo: Path, asset: str) -> dict[str | None, object]:
 def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
     kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture: str, nonempty: tuple[str, ...]
 ) -> None:
-    """Every commit of a fixture, the first on a fresh store (every artifact is written by a copy);
-    ``nonempty``: the extractors that find something there."""
+    """Every commit of a fixture and one more on top (a module added); ``nonempty``: the extractors
+    that find something there. The first commit, on a fresh store, is a full build: nothing is
+    done ahead (``extract.AHEAD_OF``); every later one is done ahead."""
     repo = tmp_path / "repo"
     shas = build_repo(FIXTURES / fixture, repo)
+    files, links = read_folder(commit_folders(FIXTURES / fixture)[-1])
+    probe = {**files, "kb_probe.py": b"import os\n\n\ndef probe():\n    return os.sep\n"}
+    shas.append(commit_tree(repo, probe, "a module added", symlinks=links))
     assert run_spawned(_index, kb_env.environ, str(repo), shas) == [0] * len(shas)
     for name, value in kb_env.environ.items():
         monkeypatch.setenv(name, value)
@@ -88,7 +92,7 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
     store = open_store(load_settings(), git.key())
     try:
         for asset in (registered(i).asset_name for i in AHEAD + AFTER_GRAPH):
-            assert _done_ahead(repo, asset) == dict.fromkeys(shas, True)
+            assert _done_ahead(repo, asset) == {sha: sha != shas[0] for sha in shas}, asset
         assert _done_ahead(repo, "call_edges") == dict.fromkeys(shas, False)
         forget_programs()
         for sha in shas:

@@ -106,6 +106,11 @@ class EdgeCarry:
         self._ids: list[str] = []
         self._pending: _Resolving | None = None
 
+    @property
+    def remembers(self) -> bool:
+        """Whether it remembers a commit (whose edges the next commit's then mostly are)."""
+        return bool(self._blobs)
+
     def resolve(self, program: Program) -> Carried:
         """The call-edge extraction of ``program``, reusing what the remembered commit proves."""
         self._pending = None
