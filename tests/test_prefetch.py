@@ -28,8 +28,9 @@ from kb_assets.core.extractors.registry import extractor as registered
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing import prefetch
-from kb_assets.indexing.extract import AFTER_GRAPH, AHEAD, run_extractor
+from kb_assets.indexing.extract import run_extractor
 from kb_assets.indexing.load import forget_programs, load_program
+from kb_assets.indexing.prefetch import AFTER_GRAPH, AHEAD
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
@@ -79,7 +80,7 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
 ) -> None:
     """Every commit of a fixture and one more on top (a module added); ``nonempty``: the extractors
     that find something there. The first commit, on a fresh store, is a full build: nothing is
-    done ahead (``extract.AHEAD_OF``); every later one is done ahead."""
+    done ahead (``prefetch.AHEAD_OF``); every later one is done ahead."""
     repo = tmp_path / "repo"
     shas = build_repo(FIXTURES / fixture, repo)
     files, links = read_folder(commit_folders(FIXTURES / fixture)[-1])
@@ -128,19 +129,19 @@ URL = sa.make_url("postgresql+psycopg://nobody@/unused")
 """The copies below never connect: their work ignores the engine it is given."""
 
 
-def _ids(extractor_id: str) -> prefetch.Ahead:
-    return prefetch.Ahead(ids=(extractor_id * 8,), gaps=(), loaded=Counter({"artifact": 1}))
+def _ids(extractor_id: str) -> prefetch.Done:
+    return prefetch.Done(ids=(extractor_id * 8,), gaps=(), loaded=Counter({"artifact": 1}))
 
 
-def _named(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Ahead:
+def _named(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Done:
     return _ids(ex.extractor_id)
 
 
-def _failing(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Ahead:
+def _failing(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Done:
     raise RuntimeError("the copy fails")
 
 
-def _stuck(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Ahead:
+def _stuck(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Done:
     time.sleep(600)
     return _ids(ex.extractor_id)
 

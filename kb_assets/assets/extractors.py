@@ -11,8 +11,9 @@ import dagster as dg
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.indexing.carries import carry_file
-from kb_assets.indexing.extract import AHEAD_OF, AHEAD_OF_PRIORITY, extract_commit
+from kb_assets.indexing.extract import extract_commit
 from kb_assets.indexing.load import load_program
+from kb_assets.indexing.prefetch import AHEAD_OF, AHEAD_OF_PRIORITY
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
 

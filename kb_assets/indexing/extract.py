@@ -16,15 +16,8 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from kb_assets.core.callgraph.graph import resolutions_in
-from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Draft, Extraction, Extractor, OnDemandDrafts
 from kb_assets.core.extractors.call_carry import EdgeCarry
-from kb_assets.core.extractors.calls import CallsExtractor
-from kb_assets.core.extractors.entities import EntitiesExtractor
-from kb_assets.core.extractors.event_handlers import EventHandlersExtractor
-from kb_assets.core.extractors.imports import ImportsExtractor
-from kb_assets.core.extractors.process_paths import ProcessPathsExtractor
-from kb_assets.core.extractors.public_api import PublicApiExtractor
 from kb_assets.core.extractors.registry import extractor as registered
 from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.models import Artifact, Gap
@@ -139,20 +132,20 @@ def _extract(
         done = ahead or _stored(engine, program, extractor)
         _stage(engine, program.sha, extractor, done)
         return StagedResult(artifact_ids=tuple(sorted(done.ids)), gaps=done.gaps, ahead=ahead is not None)
-    ahead_of = extractor is registered(AHEAD_OF) and carry.remembers
+    ahead_of = extractor is registered(prefetch.AHEAD_OF) and carry.remembers
     if ahead_of:
         symbol_table(program)  # made before the copy, which then shares it: the graph needs it too
-        prefetch.start(engine.url, program, [registered(i) for i in AHEAD], _stored)
+        prefetch.start(engine.url, program, [registered(i) for i in prefetch.AHEAD], _stored)
     with resolutions_in(resolutions) if resolutions is not None else nullcontext():
         extraction, reused, resolved = _extraction(engine, program, carry)
     if ahead_of and resolved is not None:
-        prefetch.start(engine.url, program, [registered(i) for i in AFTER_GRAPH], _stored)
+        prefetch.start(engine.url, program, [registered(i) for i in prefetch.AFTER_GRAPH], _stored)
     drafts, gaps = _drafts(extraction)
     del extraction  # the drafts are now only in ``drafts``, which hands each over once
     ids, log = store_drafts(engine, program, extractor, drafts)
     drafted = len(ids)  # the drafts' ids, in draft order (one artifact per call-edge draft)
     ids += reused
-    _stage(engine, program.sha, extractor, prefetch.Ahead(ids=tuple(ids), gaps=gaps, loaded=log.rows))
+    _stage(engine, program.sha, extractor, prefetch.Done(ids=tuple(ids), gaps=gaps, loaded=log.rows))
     carry.remember(program, ids[:drafted])
     mark_staged(carry, _store_name(engine))
     keep_carry(carry, carry_file)
@@ -161,41 +154,11 @@ def _extract(
     )
 
 
-AHEAD_OF = CallsExtractor.extractor_id
-"""The extractor whose step starts the work of later ones in forked copies (``prefetch``): the
-run's longest step, during which this process keeps one core busy, when its edges are mostly
-carried from an earlier commit (its carry remembers one) and its graph is built from earlier
-resolutions (``Carried.resolved``). A full build keeps both cores busy on its own (the graph
-resolved in two copies, the edges stored by two writers): copies there only cost CPU (a full
-Django index: ~2.5 s more, in the same wall time)."""
-
-AHEAD = (
-    ApiRoutesExtractor.extractor_id,
-    EntitiesExtractor.extractor_id,
-    ImportsExtractor.extractor_id,
-    PublicApiExtractor.extractor_id,
-)
-"""The extractors done ahead while ``AHEAD_OF``'s step runs: they read no other asset, and their
-steps come after it (``AHEAD_OF_PRIORITY``). The process paths' copy resolves the routes again
-for their entry points (~0.04 s on Django, on the other core)."""
-
-AHEAD_OF_PRIORITY = 1
-"""Dagster's ``dagster/priority`` of ``AHEAD_OF``'s step: among the steps ready to run it goes
-first (the rest keep their order), so that the others' work is done ahead of them."""
-
-
-AFTER_GRAPH = (EventHandlersExtractor.extractor_id, ProcessPathsExtractor.extractor_id)
-"""The extractors done ahead once ``AHEAD_OF``'s step has built the call graph the process paths
-search (the copy shares it), while the rest of that step and the steps between run here: the
-event handlers first, so that the paths' entry points take the copy's resolution of them
-(``resolve_shared``)."""
-
-
-def _stored(engine: Engine, program: Program, extractor: Extractor) -> prefetch.Ahead:
+def _stored(engine: Engine, program: Program, extractor: Extractor) -> prefetch.Done:
     """Resolve the extractor (``resolve_shared``) and store its artifacts; what to stage."""
     drafts, gaps = _drafts(resolve_shared(program, extractor))
     ids, log = store_drafts(engine, program, extractor, drafts)
-    return prefetch.Ahead(ids=tuple(ids), gaps=gaps, loaded=log.rows)
+    return prefetch.Done(ids=tuple(ids), gaps=gaps, loaded=log.rows)
 
 
 def _drafts(extraction: Extraction) -> tuple[Drafts, tuple[Gap, ...]]:
@@ -205,7 +168,7 @@ def _drafts(extraction: Extraction) -> tuple[Drafts, tuple[Gap, ...]]:
     return (made if isinstance(made, OnDemandDrafts) else list[Draft | None](made)), extraction.gaps
 
 
-def _stage(engine: Engine, sha: str, extractor: Extractor, done: prefetch.Ahead) -> None:
+def _stage(engine: Engine, sha: str, extractor: Extractor, done: prefetch.Done) -> None:
     """Make ``done``'s ids and gaps the extractor's staged set at ``sha``, in one transaction, and
     refresh the statistics of what it loaded."""
     with engine.begin() as conn:

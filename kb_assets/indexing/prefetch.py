@@ -28,14 +28,50 @@ from functools import partial
 import sqlalchemy as sa
 
 from kb_assets.core import forked
+from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Extractor
+from kb_assets.core.extractors.calls import CallsExtractor
+from kb_assets.core.extractors.entities import EntitiesExtractor
+from kb_assets.core.extractors.event_handlers import EventHandlersExtractor
+from kb_assets.core.extractors.imports import ImportsExtractor
+from kb_assets.core.extractors.process_paths import ProcessPathsExtractor
+from kb_assets.core.extractors.public_api import PublicApiExtractor
 from kb_assets.core.models import Gap
 from kb_assets.core.program import Program
 from kb_resources.store.engine import create_store_engine
 
+AHEAD_OF = CallsExtractor.extractor_id
+"""The extractor whose step starts the work of later ones in forked copies: the run's longest
+step, during which this process keeps one core busy when its edges are mostly carried from an
+earlier commit (its carry remembers one) and its graph is built from earlier resolutions
+(``Carried.resolved``). A full build keeps both cores busy on its own (the graph
+resolved in two copies, the edges stored by two writers): copies there only cost CPU (a full
+Django index: ~2.5 s more, in the same wall time)."""
+
+AHEAD = (
+    ApiRoutesExtractor.extractor_id,
+    EntitiesExtractor.extractor_id,
+    ImportsExtractor.extractor_id,
+    PublicApiExtractor.extractor_id,
+)
+"""The extractors done ahead while ``AHEAD_OF``'s step runs: they read no other asset, and their
+steps come after it (``AHEAD_OF_PRIORITY``). The process paths' copy resolves the routes again
+for their entry points (~0.04 s on Django, on the other core)."""
+
+AHEAD_OF_PRIORITY = 1
+"""Dagster's ``dagster/priority`` of ``AHEAD_OF``'s step: among the steps ready to run it goes
+first (the rest keep their order), so that the others' work is done ahead of them."""
+
+
+AFTER_GRAPH = (EventHandlersExtractor.extractor_id, ProcessPathsExtractor.extractor_id)
+"""The extractors done ahead once ``AHEAD_OF``'s step has built the call graph the process paths
+search (the copy shares it), while the rest of that step and the steps between run here: the
+event handlers first, so that the paths' entry points take the copy's resolution of them
+(``resolve_shared``)."""
+
 
 @dataclass(frozen=True, slots=True)
-class Ahead:
+class Done:
     """One extractor's work, done: the ids of its artifacts (stored) in draft order, its gaps, and
     the rows it loaded per table (for the step's one statistics refresh)."""
 
@@ -44,7 +80,7 @@ class Ahead:
     loaded: Counter[str]
 
 
-Work = Callable[[sa.Engine, Program, Extractor], Ahead]
+Work = Callable[[sa.Engine, Program, Extractor], Done]
 """One extractor's work on a program, given an engine on the store (the copy's own)."""
 
 
@@ -55,8 +91,8 @@ class _Started:
     url: sa.URL
     program: Program
     extractors: tuple[Extractor, ...]
-    copy: forked.Forked[dict[str, Ahead]]
-    results: dict[str, Ahead] | None = None
+    copy: forked.Forked[dict[str, Done]]
+    results: dict[str, Done] | None = None
     waited: bool = False
     taken: set[str] = field(default_factory=set)
 
@@ -105,7 +141,7 @@ def start(url: sa.URL, program: Program, extractors: Sequence[Extractor], work: 
     return True
 
 
-def take(url: sa.URL, program: Program, extractor: Extractor) -> Ahead | None:
+def take(url: sa.URL, program: Program, extractor: Extractor) -> Done | None:
     """A copy's result for ``extractor`` on ``program`` in the store at ``url`` (each handed out
     once), waiting for the copy if it has not finished; None when there is none to take."""
     started = next((s for s in _started if s.made_for(url, program, extractor)), None)
@@ -124,7 +160,7 @@ def discard() -> None:
         _started.pop().copy.__exit__(None, None, None)
 
 
-def _ahead(url: sa.URL, program: Program, extractors: tuple[Extractor, ...], work: Work) -> dict[str, Ahead]:
+def _ahead(url: sa.URL, program: Program, extractors: tuple[Extractor, ...], work: Work) -> dict[str, Done]:
     """In the copy: each extractor's work, over a connection of the copy's own."""
     engine = create_store_engine(url)
     try:
