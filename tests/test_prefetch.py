@@ -55,10 +55,8 @@ def _index(environ: dict[str, str], repo: str, shas: list[str]) -> list[int]:
     return codes
 
 
-def _done_ahead(repo: Path, asset: str) -> dict[str | None, object]:
+def _done_ahead(instance: dg.DagsterInstance, asset: str) -> dict[str | None, object]:
     """``done_ahead`` of the asset's materializations, by commit (absent: False)."""
-    settings = load_settings()
-    instance = open_instance(settings, open_store(settings, GitRepo.open(repo).key()))
     records = instance.fetch_materializations(dg.AssetKey(asset), limit=50).records
     found: dict[str | None, object] = {}
     for record in records:
@@ -91,10 +89,11 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
         monkeypatch.setenv(name, value)
     git = GitRepo.open(repo)
     store = open_store(load_settings(), git.key())
+    instance = open_instance(load_settings(), store)
     try:
         for asset in (registered(i).asset_name for i in AHEAD + AFTER_GRAPH):
-            assert _done_ahead(repo, asset) == {sha: sha != shas[0] for sha in shas}, asset
-        assert _done_ahead(repo, "call_edges") == dict.fromkeys(shas, False)
+            assert _done_ahead(instance, asset) == {sha: sha != shas[0] for sha in shas}, asset
+        assert _done_ahead(instance, "call_edges") == dict.fromkeys(shas, False)
         forget_programs()
         for sha in shas:
             program = load_program(git, store.engine, sha, limits=ParseLimits(), workers=1)
@@ -108,6 +107,7 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
                     assert recorded == Counter((extractor_id, g.path, g.reason, g.line) for g in own.gaps)
             assert all(_published_count(store.engine, sha, i) for i in nonempty)
     finally:
+        instance.dispose()
         store.close()
 
 
