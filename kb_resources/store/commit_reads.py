@@ -21,7 +21,6 @@ from kb_resources.store.schema import (
     blob_span,
     commit_file,
     commit_ref,
-    occurrences,
     snapshot_entry,
     snapshot_part,
     staged_entry,
@@ -252,17 +251,12 @@ def commit_stats(conn: sa.Connection, sha: str) -> dict[str, Any] | None:
     return dict(stats) if stats is not None else None
 
 
-def occurrence_count(conn: sa.Connection, sha: str, parser_version: str | None = None) -> int:
-    """How many span occurrences commit ``sha`` has (see ``schema.occurrences``).
-
-    Located with a parser version (before publishing), they are counted one index probe per file:
-    a blob's spans are written together and numbered from 0 (``writes.insert_encoded_blobs``), so
-    a file has its blob's highest ordinal + 1 of them (Django: ~9 ms for 2,823 files instead of
-    ~70 ms over their 58k spans, on every commit's publish)."""
-    if parser_version is None:
-        located = occurrences(None)
-        query = sa.select(sa.func.count()).select_from(located).where(located.c.sha == sha)
-        return int(conn.scalar(query) or 0)
+def occurrence_count(conn: sa.Connection, sha: str, parser_version: str) -> int:
+    """How many span occurrences commit ``sha`` has, located with ``parser_version`` (the rows
+    ``schema.occurrences`` would give), counted one index probe per file: a blob's spans are
+    written together and numbered from 0 (``writes.insert_encoded_blobs``), so a file has its
+    blob's highest ordinal + 1 of them (Django: ~9 ms for 2,823 files instead of ~70 ms over their
+    58k spans, on every commit's publish)."""
     f, b = commit_file.c, blob_span.c
     spans = (
         sa.select(sa.func.max(b.ordinal) + 1)
