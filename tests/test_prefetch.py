@@ -151,9 +151,9 @@ def _exercise() -> dict[str, Any]:
     program = program_from_files({"a.py": "import os\n"})
     other = program_from_files({"a.py": "import os\n"})
     imports, entities = registered("imports"), registered("entities")
-    out: dict[str, Any] = {"outside": prefetch.start(URL, program, [imports], _named)}
+    out: dict[str, Any] = {"outside": prefetch.start(URL, program, ["imports"], _named)}
     with prefetch.prefetching():
-        out["started"] = prefetch.start(URL, program, [imports, entities], _named)
+        out["started"] = prefetch.start(URL, program, ["imports", "entities"], _named)
         out["other program"] = prefetch.take(URL, program=other, extractor=imports)
         out["other store"] = prefetch.take(sa.make_url("postgresql+psycopg://x@/y"), program, imports)
         out["other object"] = prefetch.take(URL, program, type(imports)())
@@ -161,9 +161,9 @@ def _exercise() -> dict[str, Any]:
         out["imports"] = prefetch.take(URL, program, imports)
         out["imports again"] = prefetch.take(URL, program, imports)
         out["entities"] = prefetch.take(URL, program, entities)
-        out["failing started"] = prefetch.start(URL, program, [imports], _failing)
+        out["failing started"] = prefetch.start(URL, program, ["imports"], _failing)
         out["failing"] = prefetch.take(URL, program, imports)
-        out["stuck started"] = prefetch.start(URL, program, [imports], _stuck)
+        out["stuck started"] = prefetch.start(URL, program, ["imports"], _stuck)
         out["stuck pid"] = prefetch._started[-1].copy._pid
     out["left"] = prefetch._started
     return out

@@ -13,7 +13,7 @@ from kb_assets.core.extractors.registry import EXTRACTORS
 from kb_assets.indexing.carries import carry_file
 from kb_assets.indexing.extract import extract_commit
 from kb_assets.indexing.load import load_program
-from kb_assets.indexing.prefetch import AHEAD_OF, AHEAD_OF_PRIORITY
+from kb_assets.indexing.prefetch import step_tags
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
 
@@ -30,7 +30,7 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         description=extractor.description,
         kinds={"python"},
         metadata={"extractor_id": extractor.extractor_id, "artifact_kind": extractor.kind},
-        op_tags=_priority(extractor),
+        op_tags=step_tags(extractor.extractor_id),
     )
     def _asset(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult[None]:
         program = load_program(
@@ -43,11 +43,6 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         )
 
     return _asset
-
-
-def _priority(extractor: Extractor) -> dict[str, str]:
-    """The step that does later steps' work ahead (``prefetch``) runs before them."""
-    return {"dagster/priority": str(AHEAD_OF_PRIORITY)} if extractor.extractor_id == AHEAD_OF else {}
 
 
 def _upstream(extractor: Extractor) -> list[str]:

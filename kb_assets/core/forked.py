@@ -79,6 +79,11 @@ class Forked(Generic[T]):
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop the copy if it still runs, reap it and drop its value (for a holder that outlives
+        one ``with`` block)."""
         pid, self._pid = self._pid, None
         if pid is not None:
             with suppress(ProcessLookupError):  # already gone: still to be reaped

@@ -135,11 +135,11 @@ def _extract(
     ahead_of = extractor is registered(prefetch.AHEAD_OF) and carry.remembers
     if ahead_of:
         symbol_table(program)  # made before the copy, which then shares it: the graph needs it too
-        prefetch.start(engine.url, program, [registered(i) for i in prefetch.AHEAD], _stored)
+        prefetch.start(engine.url, program, prefetch.AHEAD, _stored)
     with resolutions_in(resolutions) if resolutions is not None else nullcontext():
         extraction, reused, resolved = _extraction(engine, program, carry)
     if ahead_of and resolved is not None:
-        prefetch.start(engine.url, program, [registered(i) for i in prefetch.AFTER_GRAPH], _stored)
+        prefetch.start(engine.url, program, prefetch.AFTER_GRAPH, _stored)
     drafts, gaps = _drafts(extraction)
     del extraction  # the drafts are now only in ``drafts``, which hands each over once
     ids, log = store_drafts(engine, program, extractor, drafts)

@@ -36,6 +36,7 @@ from kb_assets.core.extractors.event_handlers import EventHandlersExtractor
 from kb_assets.core.extractors.imports import ImportsExtractor
 from kb_assets.core.extractors.process_paths import ProcessPathsExtractor
 from kb_assets.core.extractors.public_api import PublicApiExtractor
+from kb_assets.core.extractors.registry import extractor as registered
 from kb_assets.core.models import Gap
 from kb_assets.core.program import Program
 from kb_resources.store.engine import create_store_engine
@@ -61,6 +62,12 @@ for their entry points (~0.04 s on Django, on the other core)."""
 AHEAD_OF_PRIORITY = 1
 """Dagster's ``dagster/priority`` of ``AHEAD_OF``'s step: among the steps ready to run it goes
 first (the rest keep their order), so that the others' work is done ahead of them."""
+
+
+def step_tags(extractor_id: str) -> dict[str, str]:
+    """The Dagster tags of an extractor's step: ``AHEAD_OF``'s runs before the steps whose work
+    it starts (``AHEAD_OF_PRIORITY``)."""
+    return {"dagster/priority": str(AHEAD_OF_PRIORITY)} if extractor_id == AHEAD_OF else {}
 
 
 AFTER_GRAPH = (EventHandlersExtractor.extractor_id, ProcessPathsExtractor.extractor_id)
@@ -93,7 +100,7 @@ class _Started:
     extractors: tuple[Extractor, ...]
     copy: forked.Forked[dict[str, Done]]
     results: dict[str, Done] | None = None
-    waited: bool = False
+    """What the copy returned, once waited for (empty if it failed); None until then."""
     taken: set[str] = field(default_factory=set)
 
     def made_for(self, url: sa.URL, program: Program, extractor: Extractor) -> bool:
@@ -126,18 +133,19 @@ def prefetching() -> Iterator[None]:
         discard()
 
 
-def start(url: sa.URL, program: Program, extractors: Sequence[Extractor], work: Work) -> bool:
-    """Begin ``work`` for each extractor of ``program`` in a copy (copies started for another
-    program are dropped first); False when none was started (not ``prefetching``, nothing to do,
-    or ``forked.fork`` could not make a copy)."""
+def start(url: sa.URL, program: Program, extractor_ids: Sequence[str], work: Work) -> bool:
+    """Begin ``work`` for each registered extractor named in ``extractor_ids`` on ``program`` in a
+    copy (copies started for another program are dropped first); False when none was started
+    (not ``prefetching``, nothing to do, or ``forked.fork`` could not make a copy)."""
     if any(started.program is not program for started in _started):
         discard()
-    if not _active or not extractors:
+    if not _active or not extractor_ids:
         return False
-    copy = forked.fork(partial(_ahead, url, program, tuple(extractors), work))
+    extractors = tuple(registered(i) for i in extractor_ids)
+    copy = forked.fork(partial(_ahead, url, program, extractors, work))
     if copy is None:
         return False
-    _started.append(_Started(url, program, tuple(extractors), copy))
+    _started.append(_Started(url, program, extractors, copy))
     return True
 
 
@@ -147,17 +155,16 @@ def take(url: sa.URL, program: Program, extractor: Extractor) -> Done | None:
     started = next((s for s in _started if s.made_for(url, program, extractor)), None)
     if started is None:
         return None
-    if not started.waited:
-        started.waited = True
-        started.results = started.copy.result()
+    if started.results is None:
+        started.results = started.copy.result() or {}
     started.taken.add(extractor.extractor_id)
-    return started.results.get(extractor.extractor_id) if started.results is not None else None
+    return started.results.get(extractor.extractor_id)
 
 
 def discard() -> None:
     """Drop the copies' results, stopping and reaping any that still runs."""
     while _started:
-        _started.pop().copy.__exit__(None, None, None)
+        _started.pop().copy.stop()
 
 
 def _ahead(url: sa.URL, program: Program, extractors: tuple[Extractor, ...], work: Work) -> dict[str, Done]:
