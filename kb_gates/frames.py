@@ -1,12 +1,14 @@
 """The shape of each partition's span and artifact frames, declared once (pandera on polars).
 
 ids are 64 lowercase hex, lines are >= 1 and ordered, every artifact has >= 1 grounding row.
-Validated by an asset check on every materialization.
+Validated by an asset check on every materialization, in the process ``frame_process`` keeps for
+it: a ``kb`` process itself never imports this module (nor pandera and polars) unless that
+process cannot be had.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pandera.polars as pa
 import polars as pl
@@ -32,6 +34,26 @@ ARTIFACT_FRAME = pa.DataFrameSchema(
     },
     name="artifact_frame",
 )
+
+
+SPAN_COLUMNS = {"span_id": pl.Utf8, "path": pl.Utf8, "start_line": pl.Int64, "end_line": pl.Int64}
+ARTIFACT_COLUMNS = {"artifact_id": pl.Utf8, "logical_key": pl.Utf8, "grounding_rows": pl.Int64}
+"""The columns of the span and artifact frames, as the reads' rows hold them."""
+
+FRAMES = {"span": (SPAN_FRAME, SPAN_COLUMNS), "artifact": (ARTIFACT_FRAME, ARTIFACT_COLUMNS)}
+"""Each frame by the name a check asks for it by: its schema and its rows' columns."""
+
+Rows = Sequence[tuple[object, ...]]
+"""One batch of a frame's rows, as the store's reads give them."""
+
+
+def row_errors(
+    frame: str, batches: Iterable[Rows], *, ordered_unique: str | None = None
+) -> tuple[int, list[str]]:
+    """``batched_errors`` of the ``frame`` named, given its rows batch by batch."""
+    schema, columns = FRAMES[frame]
+    frames = (pl.DataFrame(list(rows), schema=columns, orient="row") for rows in batches)
+    return batched_errors(schema, frames, ordered_unique=ordered_unique)
 
 
 def validation_errors(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> list[str]:

@@ -7,10 +7,9 @@ test suite proves are the same computation.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-import polars as pl
 from sqlalchemy import Engine
 
 from kb_assets.core.extractors.base import Extractor
@@ -172,31 +171,26 @@ def stored_ids_diff(
     return compare(chosen, again)
 
 
-SPAN_COLUMNS = {"span_id": pl.Utf8, "path": pl.Utf8, "start_line": pl.Int64, "end_line": pl.Int64}
-ARTIFACT_COLUMNS = {"artifact_id": pl.Utf8, "logical_key": pl.Utf8, "grounding_rows": pl.Int64}
-"""The columns of the span and artifact frames, as the reads' rows hold them."""
+Rows = Sequence[tuple[object, ...]]
+"""One batch of a frame's rows (``kb_gates.frames.Rows``)."""
 
 
-def span_frames(engine: Engine, sha: str, *, since: str | None = None) -> Iterator[pl.DataFrame]:
-    """The commit's span occurrences as frames of one batch each (``reads.span_frame_batches``),
-    validated against ``SPAN_FRAME`` one at a time; given ``since`` (a proven base), those on
-    files whose blob differs there."""
+def span_rows(engine: Engine, sha: str, *, since: str | None = None) -> Iterator[Rows]:
+    """The commit's span occurrences, the span frame's rows, one batch at a time
+    (``reads.span_frame_batches``); given ``since`` (a proven base), those on files whose blob
+    differs there."""
     with engine.connect() as conn:
-        for batch in reads.span_frame_batches(conn, sha, parser_version(), since=since):
-            yield pl.DataFrame(batch, schema=SPAN_COLUMNS, orient="row")
+        yield from reads.span_frame_batches(conn, sha, parser_version(), since=since)
 
 
-def artifact_frames(
-    engine: Engine, sha: str, extractor_id: str, *, since: str | None = None
-) -> Iterator[pl.DataFrame]:
-    """The extractor's staged artifacts with their grounding-row counts (``ARTIFACT_FRAME``), those
-    new since ``since`` when given, as frames of one batch each, in artifact id order
+def artifact_rows(engine: Engine, sha: str, extractor_id: str, *, since: str | None = None) -> Iterator[Rows]:
+    """The extractor's staged artifacts with their grounding-row counts, the artifact frame's rows,
+    those new since ``since`` when given, one batch at a time in artifact id order
     (``staged_grounding_batches``): the frame check validates each and drops it, so a large set's
     frame (Django's call edges: +20 MiB of polars memory where a full index reached its peak)
     never exists whole."""
     with engine.connect() as conn:
-        for batch in reads.staged_grounding_batches(conn, sha, extractor_id, since=since):
-            yield pl.DataFrame(batch, schema=ARTIFACT_COLUMNS, orient="row")
+        yield from reads.staged_grounding_batches(conn, sha, extractor_id, since=since)
 
 
 def orphans(engine: Engine, sha: str, *, since: str | None = None) -> dict[str, int]:

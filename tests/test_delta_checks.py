@@ -103,8 +103,8 @@ def test_a_new_ungrounded_artifact_is_caught_against_the_base(
         since = gates.delta_since(store.engine, shas[1], IMPORTS_ID, shas[0])
         assert since == shas[0]
         assert gates.ungrounded(store.engine, shas[1], IMPORTS_ID, since=since) == [stray.artifact_id]
-        frames = gates.artifact_frames(store.engine, shas[1], IMPORTS_ID, since=since)
-        checked = [aid for frame in frames for aid in frame["artifact_id"].to_list()]
+        rows = gates.artifact_rows(store.engine, shas[1], IMPORTS_ID, since=since)
+        checked = [row[0] for batch in rows for row in batch]
     assert checked == [stray.artifact_id]
 
 

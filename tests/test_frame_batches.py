@@ -9,7 +9,7 @@ import pytest
 
 from kb_assets.core.models import Grounding
 from kb_gates import gates
-from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, batched_errors, validation_errors
+from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, batched_errors, row_errors, validation_errors
 from kb_resources.store import commit_reads, reads
 from kb_resources.store.engine import Store
 from tests.storefixtures import PARSER_VERSION, grounded, publish, seed_commit, sha_of, span
@@ -74,9 +74,9 @@ def test_a_staged_set_reads_the_same_in_any_batch_size(
     expected = sorted((i.artifact_id, i.logical_key, 1) for i in items)
     assert [row for b in batches for row in b] == expected
     assert len(batches) == -(-len(items) // batch)
-    frames = list(gates.artifact_frames(store.engine, SHA, "test"))
-    assert batched_errors(ARTIFACT_FRAME, frames, ordered_unique="artifact_id") == (5, [])
-    assert [aid for frame in frames for aid in frame["artifact_id"].to_list()] == [row[0] for row in expected]
+    read = list(gates.artifact_rows(store.engine, SHA, "test"))
+    assert row_errors("artifact", read, ordered_unique="artifact_id") == (5, [])
+    assert [row for rows in read for row in rows] == expected
 
 
 @pytest.mark.parametrize("batch", [1, 2, reads.SPAN_FRAME_BATCH])
@@ -96,8 +96,8 @@ def test_span_occurrences_read_the_same_in_any_batch_size(
         (o.span_id, o.path, o.start_line, o.end_line) for o in whole
     ]
     assert len(batches) == -(-len(whole) // batch)
-    frames = list(gates.span_frames(store.engine, SHA))
-    assert batched_errors(SPAN_FRAME, frames) == (3, [])
+    assert [list(rows) for rows in gates.span_rows(store.engine, SHA)] == batches
+    assert row_errors("span", gates.span_rows(store.engine, SHA)) == (3, [])
 
 
 def test_a_bad_span_row_in_a_later_batch_is_reported() -> None:

@@ -1,0 +1,156 @@
+"""The frame checks' own process: pandera and polars live there, not in the index run.
+
+A ``kb`` process that imported polars and validated one frame carried ~65 MiB more resident
+memory for the rest of its life (measured with polars 2.1 on this machine: 34 MiB at import, 32
+more at the first validation, nearly all of it pages of polars' 177 MB library, not data), and
+that was a large part of an index run's peak, reached later in the call-edge step. So the run's
+process spawns one helper at the start of an index run (``start``), while Dagster is still being
+imported, and each frame check streams its rows to it batch by batch: rows in, ``(checked,
+errors)`` back. The run's process never imports ``kb_gates.frames``.
+
+The helper is spawned, not forked: the run has database connections and, by then, threads. It
+inherits the run's blocked imports (``kb_assets.cli.process.skip_unused_imports`` makes them
+``None`` in ``sys.modules``) and leaves when the run's end of the pipe closes. When it cannot be
+started or dies, the check validates in this process, as before, and gets the same answer: the
+rows are read again (``errors`` takes a function that reads them, not the rows).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+
+Rows = Sequence[tuple[object, ...]]
+"""One batch of a frame's rows, as the store's reads give them (``frames.Rows``)."""
+ReadRows = Callable[[], Iterable[Rows]]
+"""Reads a frame's rows batch by batch; called again if the helper fails midway."""
+
+_END = None
+"""Sent after a frame's last batch."""
+
+
+def _serve(conn: Connection, blocked: tuple[str, ...]) -> None:
+    """The helper's whole life: validate frame after frame until the run's end of the pipe closes."""
+    for name in blocked:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # as blocked in the run's process
+    from kb_gates.frames import row_errors
+
+    while True:
+        try:
+            frame, ordered_unique = conn.recv()
+        except EOFError:
+            return
+        batches = _received(conn)
+        try:
+            answer: tuple[str, object] = ("ok", row_errors(frame, batches, ordered_unique=ordered_unique))
+        except Exception as err:
+            answer = ("failed", f"{type(err).__name__}: {err}")
+        for _ in batches:  # a failure midway: the rest of the frame's batches still come
+            pass
+        conn.send(answer)
+
+
+def _received(conn: Connection) -> Iterable[Rows]:
+    """The batches of one frame as they arrive, up to ``_END``."""
+    while (rows := conn.recv()) is not _END:
+        yield rows
+
+
+class FrameChecks:
+    """One helper process per ``kb`` process, shared by the checks' threads one frame at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._helper: tuple[int, BaseProcess, Connection] | None = None
+
+    def start(self) -> None:
+        """Start the helper if it is not running (it imports pandera and polars meanwhile)."""
+        with self._lock:
+            self._running()
+
+    def errors(
+        self, frame: str, read: ReadRows, *, ordered_unique: str | None = None
+    ) -> tuple[int, list[str]]:
+        """Rows checked and every way the ``frame`` named (``frames.FRAMES``) read by ``read``
+        breaks its schema (``frames.row_errors``), validated by the helper or, without one, here."""
+        with self._lock:
+            helper = self._running()
+            if helper is not None:
+                try:
+                    return _validated(helper, frame, read(), ordered_unique)
+                except (EOFError, OSError):
+                    self._stop()  # the helper died: validated here below
+                except BaseException:
+                    self._stop()  # a read failed midway: the helper still waits for its rows
+                    raise
+        from kb_gates.frames import row_errors
+
+        return row_errors(frame, read(), ordered_unique=ordered_unique)
+
+    def helper_pid(self) -> int | None:
+        """The running helper's process id (None: none is running), for tests and diagnostics."""
+        with self._lock:
+            return self._helper[1].pid if self._helper is not None else None
+
+    def stop(self) -> None:
+        """Close the helper's pipe and reap it (it also leaves by itself when this process ends)."""
+        with self._lock:
+            self._stop()
+
+    def _running(self) -> Connection | None:
+        if self._helper is not None and (self._helper[0] != os.getpid() or not self._helper[1].is_alive()):
+            self._stop()
+        if self._helper is None:
+            self._helper = _spawned()
+        return self._helper[2] if self._helper is not None else None
+
+    def _stop(self) -> None:
+        helper, self._helper = self._helper, None
+        if helper is None or helper[0] != os.getpid():
+            return  # a forked copy's inherited helper belongs to the process that started it
+        helper[2].close()
+        helper[1].join(timeout=5)
+        if helper[1].is_alive():
+            helper[1].kill()
+            helper[1].join()
+
+
+def _validated(
+    conn: Connection, frame: str, batches: Iterable[Rows], ordered_unique: str | None
+) -> tuple[int, list[str]]:
+    """Stream ``batches`` to the helper and take its answer."""
+    conn.send((frame, ordered_unique))
+    for rows in batches:
+        conn.send(rows)
+    conn.send(_END)
+    status, value = conn.recv()
+    if status != "ok":
+        raise RuntimeError(f"the {frame} frame check failed in its process: {value}")
+    checked, errors = value  # (int, list[str]) from ``row_errors``
+    return int(checked), list(errors)
+
+
+def _spawned() -> tuple[int, BaseProcess, Connection] | None:
+    """A started helper: (this process's pid, the process, this end of its pipe); None if it
+    cannot be started."""
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    blocked = tuple(sorted(name for name, module in sys.modules.items() if module is None))
+    process = ctx.Process(target=_serve, args=(theirs, blocked), name="kb-frame-checks", daemon=True)
+    try:
+        process.start()
+    except OSError:
+        ours.close()
+        return None
+    finally:
+        theirs.close()
+    return os.getpid(), process, ours
+
+
+FRAME_CHECKS = FrameChecks()
+"""The helper of this process (``start`` it early; checks call ``errors``)."""

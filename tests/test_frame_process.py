@@ -1,0 +1,127 @@
+"""The frame checks run in a process of their own (``kb_gates.frame_process``) and conclude what
+validating in the checking process concludes, whatever happens to that process; an index run's
+own process never imports polars."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kb_gates.frame_process import FrameChecks, Rows
+from kb_gates.frames import row_errors
+from tests.gitfixtures import commit_tree, init_repo
+
+GOOD = [c * 64 for c in "abcdef"]
+ARTIFACTS: list[Rows] = [[(GOOD[0], "k0", 1), (GOOD[1], "k1", 2)], [(GOOD[2], "k2", 1)]]
+BAD_ARTIFACTS: list[Rows] = [
+    [(GOOD[0], "k0", 1), (GOOD[1], "k1", 1)],
+    [(GOOD[1], "k1", 1), ("not-hex", "k2", 0)],  # GOOD[1] again across the boundary; a bad id; no grounding
+]
+SPANS: list[Rows] = [[(GOOD[0], "m.py", 1, 3)], [(GOOD[1], "m.py", 5, 4), ("xyz", "", 0, 1)]]
+
+
+@pytest.fixture
+def checks() -> Iterator[FrameChecks]:
+    made = FrameChecks()
+    yield made
+    made.stop()
+
+
+@pytest.mark.parametrize(
+    ("frame", "batches", "unique"),
+    [
+        ("artifact", ARTIFACTS, "artifact_id"),
+        ("artifact", BAD_ARTIFACTS, "artifact_id"),
+        ("span", SPANS, None),
+    ],
+)
+def test_the_helper_concludes_what_validating_here_concludes(
+    checks: FrameChecks, frame: str, batches: list[Rows], unique: str | None
+) -> None:
+    """Good and bad frames, a value repeated across two batches included: the helper's rows checked
+    and errors are exactly the in-process validation's, and it ran in another process."""
+    here = row_errors(frame, batches, ordered_unique=unique)
+    assert checks.errors(frame, lambda: iter(batches), ordered_unique=unique) == here
+    pid = checks.helper_pid()
+    assert pid is not None
+    assert pid != os.getpid()
+    assert (here[1] == []) == (batches is ARTIFACTS)
+
+
+def test_a_helper_that_dies_midway_leaves_the_check_to_this_process(checks: FrameChecks) -> None:
+    """The helper is killed after it got the first batch: the rows are read again and validated
+    here, to the same answer; the next check starts a new helper."""
+    checks.start()
+    first = checks.helper_pid()
+    assert first is not None
+    reads = 0
+
+    def read() -> Iterator[Rows]:
+        nonlocal reads
+        reads += 1
+        yield BAD_ARTIFACTS[0]
+        if reads == 1:
+            os.kill(first, signal.SIGKILL)  # reaped by the checks
+        yield from BAD_ARTIFACTS[1:]
+
+    expected = row_errors("artifact", BAD_ARTIFACTS, ordered_unique="artifact_id")
+    assert checks.errors("artifact", read, ordered_unique="artifact_id") == expected
+    assert reads == 2
+    assert checks.errors("span", lambda: iter(SPANS)) == row_errors("span", SPANS)
+    assert checks.helper_pid() not in (None, first)
+
+
+def test_a_read_that_fails_midway_does_not_confuse_the_next_check(checks: FrameChecks) -> None:
+    """The store read raises after one batch: the check raises it, and the next check (on the
+    same or a new helper) still gets its own answer, not what was left of the failed frame."""
+
+    def failing() -> Iterator[Rows]:
+        yield ARTIFACTS[0]
+        raise ConnectionError("store went away")
+
+    with pytest.raises(ConnectionError):
+        checks.errors("artifact", failing, ordered_unique="artifact_id")
+    assert checks.errors("span", lambda: iter(SPANS)) == row_errors("span", SPANS)
+    assert checks.errors("artifact", lambda: iter(ARTIFACTS), ordered_unique="artifact_id") == (3, [])
+
+
+def test_a_broken_frame_is_reported_not_hidden(checks: FrameChecks) -> None:
+    """A frame the validation itself cannot take (a row of the wrong width) fails the check with
+    the helper's error; the helper stays usable."""
+    with pytest.raises(RuntimeError, match="artifact frame check failed"):
+        checks.errors("artifact", lambda: iter([[(GOOD[0], "k0")]]), ordered_unique="artifact_id")
+    assert checks.errors("artifact", lambda: iter(ARTIFACTS), ordered_unique="artifact_id") == (3, [])
+
+
+SHOW_IMPORTS = """
+import atexit, sys
+from kb_assets.cli import main as cli
+atexit.register(lambda: print("polars imported:", "polars" in sys.modules, file=sys.stderr))
+sys.argv = ["kb", *sys.argv[1:]]
+cli.entry()
+"""
+
+
+def test_an_index_run_validates_its_frames_without_importing_polars(tmp_path: Path) -> None:
+    """A real ``kb index`` runs every frame check (they pass: the run publishes) while its own
+    process never imports polars: the helper does."""
+    repo = init_repo(tmp_path / "r")
+    commit_tree(repo, {"pkg/__init__.py": "", "pkg/m.py": "def f():\n    return 1\n"}, "first")
+    env = {**os.environ, "KB_HOME": str(tmp_path / "home"), "KB_DB_URL": ""}
+    proc = subprocess.run(
+        [sys.executable, "-c", SHOW_IMPORTS, "index", str(repo)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("indexed ")
+    assert "polars imported: False" in proc.stderr
