@@ -1,5 +1,6 @@
 """torch stays out of everything but embedding: ``kb index`` never imports it (nor
-sentence-transformers), even though the Definitions it runs include the embedding assets.
+sentence-transformers), even though the Definitions it runs include the embedding assets; nor
+polars and pandera, which its frame checks use in a process of their own (``frame_process``).
 
 Checked in a fresh interpreter, since the test process itself may have loaded the model.
 """
@@ -16,7 +17,7 @@ from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-HEAVY = ("torch", "sentence_transformers", "transformers")
+HEAVY = ("torch", "sentence_transformers", "transformers", "polars", "pandera")
 
 INDEX = """
 import json, sys
@@ -27,8 +28,9 @@ print(json.dumps({"code": code, "loaded": [m for m in sys.argv[2:] if m in sys.m
 
 
 def test_kb_index_never_imports_torch(kb_env: KbEnv, tmp_path: Path) -> None:
-    """A full ``kb index`` run (Dagster, every extractor, publishing) loads no torch and no
-    sentence-transformers; Dagster being loaded shows the check looks at the right process."""
+    """A full ``kb index`` run (Dagster, every extractor, publishing: every frame check passed)
+    loads no torch, no sentence-transformers and no polars; Dagster being loaded shows the check
+    looks at the right process."""
     repo = tmp_path / "repo"
     build_repo(FIXTURES / "git_basic", repo)
     env = {

@@ -1,21 +1,17 @@
 """The frame checks run in a process of their own (``kb_gates.frame_process``) and conclude what
-validating in the checking process concludes, whatever happens to that process; an index run's
-own process never imports polars."""
+validating in the checking process concludes, whatever happens to that process (that an index
+run's own process never imports polars is in ``test_embed_isolation``)."""
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from kb_gates.frame_process import FrameChecks, Rows
 from kb_gates.frames import row_errors
-from tests.gitfixtures import commit_tree, init_repo
 
 GOOD = [c * 64 for c in "abcdef"]
 ARTIFACTS: list[Rows] = [[(GOOD[0], "k0", 1), (GOOD[1], "k1", 2)], [(GOOD[2], "k2", 1)]]
@@ -97,31 +93,3 @@ def test_a_broken_frame_is_reported_not_hidden(checks: FrameChecks) -> None:
     with pytest.raises(RuntimeError, match="artifact frame check failed"):
         checks.errors("artifact", lambda: iter([[(GOOD[0], "k0")]]), ordered_unique="artifact_id")
     assert checks.errors("artifact", lambda: iter(ARTIFACTS), ordered_unique="artifact_id") == (3, [])
-
-
-SHOW_IMPORTS = """
-import atexit, sys
-from kb_assets.cli import main as cli
-atexit.register(lambda: print("polars imported:", "polars" in sys.modules, file=sys.stderr))
-sys.argv = ["kb", *sys.argv[1:]]
-cli.entry()
-"""
-
-
-def test_an_index_run_validates_its_frames_without_importing_polars(tmp_path: Path) -> None:
-    """A real ``kb index`` runs every frame check (they pass: the run publishes) while its own
-    process never imports polars: the helper does."""
-    repo = init_repo(tmp_path / "r")
-    commit_tree(repo, {"pkg/__init__.py": "", "pkg/m.py": "def f():\n    return 1\n"}, "first")
-    env = {**os.environ, "KB_HOME": str(tmp_path / "home"), "KB_DB_URL": ""}
-    proc = subprocess.run(
-        [sys.executable, "-c", SHOW_IMPORTS, "index", str(repo)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("indexed ")
-    assert "polars imported: False" in proc.stderr
