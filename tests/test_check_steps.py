@@ -3,6 +3,7 @@ and ``code_spans``' data version names exactly the commit's files and blobs."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from kb_assets.cli.instance import open_instance
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
+from kb_assets.indexing.extract import ids_digest
 from kb_gates import gates
 from kb_gates.checks import all_checks
 from kb_resources.git.repo import GitRepo
@@ -109,3 +111,16 @@ def test_the_spans_data_version_names_the_commits_files_and_blobs(kb_env: KbEnv,
 def _git(repo: Path, *args: str) -> str:
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
     return done.stdout.strip()
+
+
+def test_an_assets_data_version_is_the_digest_of_its_sorted_distinct_ids() -> None:
+    """``ids_digest`` (each extractor asset's data version) is sha256 over the distinct ids in
+    sorted order, one after the other: the same for any order or repetition of the ids, and the
+    value every earlier run stored for the same set."""
+    ids = [hashlib.sha256(str(n).encode()).hexdigest() for n in range(50)]
+    step_by_step = hashlib.sha256()
+    for artifact_id in sorted(ids):
+        step_by_step.update(artifact_id.encode("ascii"))
+    assert ids_digest(reversed(ids + ids[:7])) == step_by_step.hexdigest()
+    assert ids_digest([]) == hashlib.sha256().hexdigest()
+    assert ids_digest(ids[1:]) != ids_digest(ids)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from kb_assets.core.errors import UnknownRevisionError
 from kb_assets.core.models import FileEntry, FileMode
+from kb_resources.git import repo as repo_module
 from kb_resources.git.repo import GitRepo
+from kb_resources.git.tree import TreeListing, list_python_files
 from tests.gitfixtures import build_repo, commit_tree, init_repo, run_git
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "git_basic"
@@ -174,3 +177,31 @@ def test_changed_paths_see_mode_and_type_changes(tmp_path: Path) -> None:
         executable=frozenset({"a.py"}),
     )
     assert GitRepo.open(path).changed_paths(base, after) == {"a.py", "b.py"}
+
+
+def test_a_listing_is_made_once_per_commit_for_every_repository_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two ``GitRepo`` objects of one repository (an index run's session and its pipeline) list a
+    commit's tree once between them; another commit is listed on its own, and a clone's object
+    of the same commit gets the same listing."""
+    repo = init_repo(tmp_path / "r")
+    first = commit_tree(repo, {"a.py": "x = 1\n"}, "first")
+    second = commit_tree(repo, {"a.py": "x = 1\n", "b.py": "y = 2\n"}, "second")
+    made: list[str] = []
+
+    def listing(odb: pygit2.Odb, tree: pygit2.Tree) -> TreeListing:
+        made.append(str(tree.id))
+        return list_python_files(odb, tree)
+
+    monkeypatch.setattr(repo_module, "_listings", {})
+    monkeypatch.setattr(repo_module, "list_python_files", listing)
+    one, two = GitRepo.open(repo), GitRepo.open(repo)
+    assert [f.path for f in one.python_files(second)] == ["a.py", "b.py"]
+    assert two.python_files(second) == one.python_files(second)
+    assert [f.path for f in two.python_files(first)] == ["a.py"]
+    assert len(made) == 2
+    clone = tmp_path / "clone"
+    run_git(tmp_path, "clone", "-q", str(repo), str(clone))
+    assert GitRepo.open(clone).python_files(second) == one.python_files(second)
+    assert len(made) == 2

@@ -42,7 +42,14 @@ class CommitInfo:
 
 
 LISTINGS_KEPT = 4
-"""Tree listings a ``GitRepo`` keeps (oldest dropped first): a run needs one commit and its base."""
+"""Tree listings this process keeps (oldest dropped first): a run needs one commit and its base."""
+
+_listings: dict[str, TreeListing] = {}
+"""Commit id -> its tree's listing, for every ``GitRepo`` of the process: a commit id names its
+tree exactly, whichever repository it is read from, and an index run opens the repository twice
+(the command's session, to decide whether to verify inline; the pipeline's resource), each of
+which listed Django's tree (~0.1-0.2 s) for the same commit."""
+_listings_lock = threading.Lock()
 
 
 class GitRepo:
@@ -65,8 +72,6 @@ class GitRepo:
         self.is_bare = repo.is_bare
         self.root = Path(repo.workdir).resolve() if repo.workdir and not repo.is_bare else self.git_dir
         self._key = repo_key(common_dir(self.git_dir))
-        self._listings: dict[str, TreeListing] = {}
-        self._listings_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: str | Path) -> GitRepo:
@@ -129,18 +134,18 @@ class GitRepo:
 
         A commit's tree never changes, and one index run asks for it about ten times (ingest, the
         reproducibility checks' size test, the oracles), which on Django is ~0.1 s each: the
-        listings of the last few commits are kept."""
+        listings of the last few commits are kept, for every ``GitRepo`` of the process."""
         commit = self._commit(sha)
         full = str(commit.id)
-        with self._listings_lock:
-            known = self._listings.get(full)
+        with _listings_lock:
+            known = _listings.get(full)
         if known is not None:
             return known
         listing = list_python_files(self._repo.odb, commit.tree)
-        with self._listings_lock:
-            self._listings[full] = listing
-            while len(self._listings) > LISTINGS_KEPT:
-                del self._listings[next(iter(self._listings))]
+        with _listings_lock:
+            _listings[full] = listing
+            while len(_listings) > LISTINGS_KEPT:
+                del _listings[next(iter(_listings))]
         return listing
 
     def python_files(self, sha: str) -> tuple[FileEntry, ...]:
