@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kb_assets.cli.process import one_malloc_arena, skip_unused_imports
 
-skip_unused_imports()  # before the Definitions import pandera
+skip_unused_imports()  # first: the frame checks' helper process inherits what it blocks
 
 import kb_assets.definitions  # noqa: E402, F401 - preloaded for the step processes (module docstring)
 from kb_assets.core.collector import tune_collector  # noqa: E402

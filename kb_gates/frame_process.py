@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -35,7 +36,9 @@ _END = None
 
 
 def _serve(conn: Connection, blocked: tuple[str, ...]) -> None:
-    """The helper's whole life: validate frame after frame until the run's end of the pipe closes."""
+    """The helper's whole life: validate frame after frame until the run's end of the pipe closes.
+    Ctrl-C reaches the whole process group: the run handles it, and this process leaves with it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in blocked:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # as blocked in the run's process
     from kb_gates.frames import row_errors
@@ -137,7 +140,9 @@ def _validated(
 
 def _spawned() -> tuple[int, BaseProcess, Connection] | None:
     """A started helper: (this process's pid, the process, this end of its pipe); None if it
-    cannot be started."""
+    cannot be started (a daemonic process, such as a pool's worker, may not have children)."""
+    if multiprocessing.current_process().daemon:
+        return None
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe()
     blocked = tuple(sorted(name for name, module in sys.modules.items() if module is None))

@@ -4,6 +4,7 @@ run's own process never imports polars is in ``test_embed_isolation``)."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 from collections.abc import Iterator
@@ -93,3 +94,18 @@ def test_a_broken_frame_is_reported_not_hidden(checks: FrameChecks) -> None:
     with pytest.raises(RuntimeError, match="artifact frame check failed"):
         checks.errors("artifact", lambda: iter([[(GOOD[0], "k0")]]), ordered_unique="artifact_id")
     assert checks.errors("artifact", lambda: iter(ARTIFACTS), ordered_unique="artifact_id") == (3, [])
+
+
+def _in_a_pool_worker() -> tuple[int | None, tuple[int, list[str]]]:
+    checks = FrameChecks()
+    answer = checks.errors("span", lambda: iter(SPANS))
+    return checks.helper_pid(), answer
+
+
+def test_a_daemonic_process_validates_its_frames_itself() -> None:
+    """A pool's worker (daemonic: it may not start processes) runs its frame checks without a
+    helper, to the same answer."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pid, answer = pool.apply(_in_a_pool_worker)
+    assert pid is None
+    assert answer == row_errors("span", SPANS)
