@@ -1,7 +1,7 @@
 """The shape of each partition's span and artifact frames, declared once (pandera on polars).
 
 ids are 64 lowercase hex, lines are >= 1 and ordered, every artifact has >= 1 grounding row.
-Validated by an asset check on every materialization, in the process ``frame_process`` keeps for
+Validated by an asset check on every materialization, in the process ``check_process`` keeps for
 it: a ``kb`` process itself never imports this module (nor pandera and polars) unless that
 process cannot be had.
 """

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
-from kb_assets.core.blobs import analyze_blob, decode_facts, encode_facts
-from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS, parser_version
+from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.parse import READABLE
+from kb_gates.blob_sample import Sampled, blob_mismatches
+from kb_gates.check_process import CHECK_PROCESS
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
 from kb_resources.store.reads import ArtifactRecord
@@ -44,22 +45,18 @@ def stable_sample(sha: str, ids: Sequence[str], size: int) -> list[str]:
 def cache_mismatches(
     repo: GitRepo, engine: Engine, sha: str, *, sample: int, limits: ParseLimits
 ) -> list[str]:
-    """Blobs whose cached spans or facts differ from a fresh parse (empty when the cache is sound)."""
+    """Blobs whose cached spans or facts differ from a fresh parse (empty when the cache is sound),
+    compared in the checks' helper process (``blob_sample``)."""
     with engine.connect() as conn:
         blob_ids = [f.blob_id for f in reads.commit_files(conn, sha) if f.mode in READABLE]
         chosen = stable_sample(sha, blob_ids, sample)
         cached = reads.load_parsed_blobs(conn, parser_version(), chosen)
-    bad = []
+    sampled: list[Sampled] = []
     for blob_id in chosen:
-        fresh = analyze_blob(blob_id, repo.read_blob(blob_id), EXTRACTORS, limits, collectors=COLLECTORS)
         old = cached.get(blob_id)
-        if old is None:
-            bad.append(f"{blob_id[:12]}: not in the cache")
-        elif old.spans != fresh.spans:
-            bad.append(f"{blob_id[:12]}: cached spans differ from a fresh parse")
-        elif old.spans and decode_facts(old.facts) != decode_facts(encode_facts(fresh.facts)):
-            bad.append(f"{blob_id[:12]}: cached facts differ from a fresh parse")
-    return bad
+        data = repo.read_blob(blob_id)
+        sampled.append((blob_id, data, None, b"") if old is None else (blob_id, data, old.spans, old.facts))
+    return CHECK_PROCESS.call(blob_mismatches, sampled, limits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.spans import ParseLimits
 from kb_gates import gates, history
-from kb_gates.frame_process import FRAME_CHECKS
+from kb_gates.check_process import CHECK_PROCESS
 from kb_resources.git.repo import GitRepo
 
 STORED_ID_SAMPLE = 2000
@@ -77,9 +77,9 @@ def reads_a_stored_sample(h: Handles, sha: str) -> bool:
 
 def artifact_frame_valid(h: Handles, sha: str, base: str | None, *, extractor: Extractor) -> Verdict:
     """The staged artifacts (those new since a proven base) conform to ``ARTIFACT_FRAME``,
-    validated batch by batch (in the frame checks' process: ``frame_process``)."""
+    validated batch by batch (in the frame checks' process: ``check_process``)."""
     since = gates.delta_since(h.engine(), sha, extractor.extractor_id, base)
-    checked, errors = FRAME_CHECKS.errors(
+    checked, errors = CHECK_PROCESS.frame_errors(
         "artifact",
         lambda: gates.artifact_rows(h.engine(), sha, extractor.extractor_id, since=since),
         ordered_unique="artifact_id",
@@ -90,7 +90,7 @@ def artifact_frame_valid(h: Handles, sha: str, base: str | None, *, extractor: E
 def span_frame_valid(h: Handles, sha: str, base: str | None) -> Verdict:
     """The commit's span occurrences (those on files the proven ``base`` did not have) conform to
     ``SPAN_FRAME``, validated batch by batch (in the frame checks' process)."""
-    checked, errors = FRAME_CHECKS.errors("span", lambda: gates.span_rows(h.engine(), sha, since=base))
+    checked, errors = CHECK_PROCESS.frame_errors("span", lambda: gates.span_rows(h.engine(), sha, since=base))
     return Verdict(not errors, errors, {"checked": checked, "since": base or "none"})
 
 

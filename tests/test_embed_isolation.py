@@ -1,6 +1,6 @@
 """torch stays out of everything but embedding: ``kb index`` never imports it (nor
 sentence-transformers), even though the Definitions it runs include the embedding assets; nor
-polars and pandera, which its frame checks use in a process of their own (``frame_process``).
+polars and pandera, which its frame checks use in a process of their own (``check_process``).
 
 Checked in a fresh interpreter, since the test process itself may have loaded the model.
 """

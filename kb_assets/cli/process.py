@@ -45,7 +45,7 @@ hypothesis, when it is installed, the first time it validates a frame, for data 
 (``strategy``, ``example``) that knowbase never asks for: ~9 MiB and ~75 ms of every index run.
 Only the dev tools install it (the test suite uses it), so without this a run in a development
 environment carried a cost that a plain install does not. Since the frame checks validate in a
-helper process (``kb_gates.frame_process``), that process is the one pandera runs in: it blocks
+helper process (``kb_gates.check_process``), that process is the one pandera runs in: it blocks
 the same names as the process that starts it."""
 
 

@@ -25,7 +25,7 @@ from kb_assets.core.models import Gap
 from kb_assets.core.summary import IndexStats
 from kb_assets.indexing.prefetch import prefetching
 from kb_assets.indexing.progress import set_reporter
-from kb_gates.frame_process import FRAME_CHECKS
+from kb_gates.check_process import CHECK_PROCESS
 from kb_resources.store import reads
 from kb_resources.store.failures import lost_store
 
@@ -92,7 +92,7 @@ def index_commit(
     from kb_assets.jobs import INDEX_JOB, index_config
 
     if processes == 0:
-        FRAME_CHECKS.start()  # imports pandera and polars beside this process's imports of Dagster
+        CHECK_PROCESS.start()  # imports pandera and polars beside this process's imports of Dagster
     inline = should_verify(session, sha, verify)
     tags = {"kb/source": source, "kb/verify": "inline" if inline else "deferred"}
     if processes > 0:

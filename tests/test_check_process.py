@@ -1,5 +1,5 @@
-"""The frame checks run in a process of their own (``kb_gates.frame_process``) and conclude what
-validating in the checking process concludes, whatever happens to that process (that an index
+"""The checks' work runs in a process of their own (``kb_gates.check_process``) and concludes what
+doing it in the checking process concludes, whatever happens to that process (that an index
 run's own process never imports polars is in ``test_embed_isolation``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kb_gates.frame_process import FrameChecks, Rows
+from kb_gates.check_process import CheckProcess, Rows
 from kb_gates.frames import row_errors
 
 GOOD = [c * 64 for c in "abcdef"]
@@ -24,8 +24,8 @@ SPANS: list[Rows] = [[(GOOD[0], "m.py", 1, 3)], [(GOOD[1], "m.py", 5, 4), ("xyz"
 
 
 @pytest.fixture
-def checks() -> Iterator[FrameChecks]:
-    made = FrameChecks()
+def checks() -> Iterator[CheckProcess]:
+    made = CheckProcess()
     yield made
     made.stop()
 
@@ -39,19 +39,19 @@ def checks() -> Iterator[FrameChecks]:
     ],
 )
 def test_the_helper_concludes_what_validating_here_concludes(
-    checks: FrameChecks, frame: str, batches: list[Rows], unique: str | None
+    checks: CheckProcess, frame: str, batches: list[Rows], unique: str | None
 ) -> None:
     """Good and bad frames, a value repeated across two batches included: the helper's rows checked
     and errors are exactly the in-process validation's, and it ran in another process."""
     here = row_errors(frame, batches, ordered_unique=unique)
-    assert checks.errors(frame, lambda: iter(batches), ordered_unique=unique) == here
+    assert checks.frame_errors(frame, lambda: iter(batches), ordered_unique=unique) == here
     pid = checks.helper_pid()
     assert pid is not None
     assert pid != os.getpid()
     assert (here[1] == []) == (batches is ARTIFACTS)
 
 
-def test_a_helper_that_dies_midway_leaves_the_check_to_this_process(checks: FrameChecks) -> None:
+def test_a_helper_that_dies_midway_leaves_the_check_to_this_process(checks: CheckProcess) -> None:
     """The helper is killed after it got the first batch: the rows are read again and validated
     here, to the same answer; the next check starts a new helper."""
     checks.start()
@@ -68,13 +68,13 @@ def test_a_helper_that_dies_midway_leaves_the_check_to_this_process(checks: Fram
         yield from BAD_ARTIFACTS[1:]
 
     expected = row_errors("artifact", BAD_ARTIFACTS, ordered_unique="artifact_id")
-    assert checks.errors("artifact", read, ordered_unique="artifact_id") == expected
+    assert checks.frame_errors("artifact", read, ordered_unique="artifact_id") == expected
     assert reads == 2
-    assert checks.errors("span", lambda: iter(SPANS)) == row_errors("span", SPANS)
+    assert checks.frame_errors("span", lambda: iter(SPANS)) == row_errors("span", SPANS)
     assert checks.helper_pid() not in (None, first)
 
 
-def test_a_read_that_fails_midway_does_not_confuse_the_next_check(checks: FrameChecks) -> None:
+def test_a_read_that_fails_midway_does_not_confuse_the_next_check(checks: CheckProcess) -> None:
     """The store read raises after one batch: the check raises it, and the next check (on the
     same or a new helper) still gets its own answer, not what was left of the failed frame."""
 
@@ -83,22 +83,22 @@ def test_a_read_that_fails_midway_does_not_confuse_the_next_check(checks: FrameC
         raise ConnectionError("store went away")
 
     with pytest.raises(ConnectionError):
-        checks.errors("artifact", failing, ordered_unique="artifact_id")
-    assert checks.errors("span", lambda: iter(SPANS)) == row_errors("span", SPANS)
-    assert checks.errors("artifact", lambda: iter(ARTIFACTS), ordered_unique="artifact_id") == (3, [])
+        checks.frame_errors("artifact", failing, ordered_unique="artifact_id")
+    assert checks.frame_errors("span", lambda: iter(SPANS)) == row_errors("span", SPANS)
+    assert checks.frame_errors("artifact", lambda: iter(ARTIFACTS), ordered_unique="artifact_id") == (3, [])
 
 
-def test_a_broken_frame_is_reported_not_hidden(checks: FrameChecks) -> None:
+def test_a_broken_frame_is_reported_not_hidden(checks: CheckProcess) -> None:
     """A frame the validation itself cannot take (a row of the wrong width) fails the check with
     the helper's error; the helper stays usable."""
     with pytest.raises(RuntimeError, match="artifact frame check failed"):
-        checks.errors("artifact", lambda: iter([[(GOOD[0], "k0")]]), ordered_unique="artifact_id")
-    assert checks.errors("artifact", lambda: iter(ARTIFACTS), ordered_unique="artifact_id") == (3, [])
+        checks.frame_errors("artifact", lambda: iter([[(GOOD[0], "k0")]]), ordered_unique="artifact_id")
+    assert checks.frame_errors("artifact", lambda: iter(ARTIFACTS), ordered_unique="artifact_id") == (3, [])
 
 
 def _in_a_pool_worker() -> tuple[int | None, tuple[int, list[str]]]:
-    checks = FrameChecks()
-    answer = checks.errors("span", lambda: iter(SPANS))
+    checks = CheckProcess()
+    answer = checks.frame_errors("span", lambda: iter(SPANS))
     return checks.helper_pid(), answer
 
 
@@ -109,3 +109,16 @@ def test_a_daemonic_process_validates_its_frames_itself() -> None:
         pid, answer = pool.apply(_in_a_pool_worker)
     assert pid is None
     assert answer == row_errors("span", SPANS)
+
+
+def test_a_call_runs_in_the_helper_and_brings_back_its_value_or_its_error(checks: CheckProcess) -> None:
+    """A plain function runs in the helper (its process id is not ours) and its value comes back;
+    an exception it raises is raised here as itself; a helper that is gone leaves the call here."""
+    assert checks.call(os.getpid) == checks.helper_pid() != os.getpid()
+    with pytest.raises(ValueError, match="invalid literal"):
+        checks.call(int, "x")
+    helper = checks.helper_pid()
+    assert helper is not None
+    os.kill(helper, signal.SIGKILL)  # reaped by the checks
+    assert checks.call(sorted, [3, 1, 2]) == [1, 2, 3]
+    assert checks.call(os.getpid) not in (helper, os.getpid())  # a new helper took over

@@ -1,0 +1,33 @@
+"""The comparison behind ``blob_cache_reproduces``: blobs parsed again from scratch against what
+the parse cache holds for them.
+
+Plain data in, plain data out, and only the pure core imported, so that the checks' helper
+process (``check_process``) can do it: on an incremental run it is the CPU work of the step
+before the call graph, on the core the run's own process does not need meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kb_assets.core.blobs import analyze_blob, decode_facts, encode_facts
+from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS
+from kb_assets.core.models import Span
+from kb_assets.core.spans import ParseLimits
+
+Sampled = tuple[str, bytes, tuple[Span, ...] | None, bytes]
+"""(blob id, its bytes from git, its cached spans or None when not cached, its cached facts)."""
+
+
+def blob_mismatches(sampled: Sequence[Sampled], limits: ParseLimits) -> list[str]:
+    """Each blob whose cached spans or facts differ from a fresh parse, as one line (in order)."""
+    bad = []
+    for blob_id, data, spans, facts in sampled:
+        fresh = analyze_blob(blob_id, data, EXTRACTORS, limits, collectors=COLLECTORS)
+        if spans is None:
+            bad.append(f"{blob_id[:12]}: not in the cache")
+        elif spans != fresh.spans:
+            bad.append(f"{blob_id[:12]}: cached spans differ from a fresh parse")
+        elif spans and decode_facts(facts) != decode_facts(encode_facts(fresh.facts)):
+            bad.append(f"{blob_id[:12]}: cached facts differ from a fresh parse")
+    return bad
