@@ -1,9 +1,6 @@
 """The comparison behind ``blob_cache_reproduces``: blobs parsed again from scratch against what
-the parse cache holds for them.
-
-Plain data in, plain data out, and only the pure core imported, so that the checks' helper
-process (``check_process``) can do it: on an incremental run it is the CPU work of the step
-before the call graph, on the core the run's own process does not need meanwhile.
+the parse cache holds for them; plain data in, one line per blob that differs out, apart from the
+store and git reads (``history.cache_mismatches``) so that it is tested on its own.
 """
 
 from __future__ import annotations

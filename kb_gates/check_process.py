@@ -1,5 +1,4 @@
-"""The checks' own process: pandera and polars live there, not in the index run, and it takes the
-checks' CPU work off the run's critical path.
+"""The checks' own process: pandera and polars live there, not in the index run.
 
 A ``kb`` process that imported polars and validated one frame carried ~65 MiB more resident
 memory for the rest of its life (measured with polars 2.1 on this machine: 34 MiB at import, 32
@@ -7,16 +6,13 @@ more at the first validation, nearly all of it pages of polars' 177 MB library, 
 that was a large part of an index run's peak, reached later in the call-edge step. So the run's
 process spawns one helper at the start of an index run (``start``), while Dagster is still being
 imported, and each frame check streams its rows to it batch by batch: rows in, ``(checked,
-errors)`` back (``frame_errors``). The run's process never imports ``kb_gates.frames``. A check
-whose work is a plain function of plain data runs it there too (``call``): the sampled re-parse
-of ``blob_cache_reproduces`` (``kb_gates.blob_sample``) is CPU work on the one core an
-incremental run's process needs for the call graph next.
+errors)`` back (``frame_errors``). The run's process never imports ``kb_gates.frames``.
 
 The helper is spawned, not forked: the run has database connections and, by then, threads. It
 inherits the run's blocked imports (``kb_assets.cli.process.skip_unused_imports`` makes them
 ``None`` in ``sys.modules``), ignores Ctrl-C (the run handles it) and leaves when the run's end of
 the pipe closes. When it cannot be started (a daemonic process may have no children) or dies, the
-work is done in the checking process, as before, to the same answer: a frame's rows are read again
+frame is validated in the checking process, as before, to the same answer: its rows are read again
 (``frame_errors`` takes a function that reads them, not the rows).
 """
 
@@ -24,16 +20,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any, TypeVar
-
-T = TypeVar("T")
 
 Rows = Sequence[tuple[object, ...]]
 """One batch of a frame's rows, as the store's reads give them (``frames.Rows``)."""
@@ -45,7 +37,7 @@ _END = None
 
 
 def _serve(conn: Connection, blocked: tuple[str, ...]) -> None:
-    """The helper's whole life: one request after another until the run's end of the pipe closes.
+    """The helper's whole life: one frame after another until the run's end of the pipe closes.
     Ctrl-C reaches the whole process group: the run handles it, and this process leaves with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in blocked:
@@ -54,13 +46,9 @@ def _serve(conn: Connection, blocked: tuple[str, ...]) -> None:
 
     while True:
         try:
-            request = conn.recv()
+            frame, ordered_unique = conn.recv()
         except EOFError:
             return
-        if request[0] == "call":
-            conn.send(_called(request[1], request[2]))
-            continue
-        _, frame, ordered_unique = request
         batches = _received(conn)
         try:
             answer: tuple[str, object] = ("ok", row_errors(frame, batches, ordered_unique=ordered_unique))
@@ -71,19 +59,6 @@ def _serve(conn: Connection, blocked: tuple[str, ...]) -> None:
         conn.send(answer)
 
 
-def _called(function: Callable[..., object], args: tuple[object, ...]) -> tuple[str, object]:
-    """``function(*args)`` as an answer: ("ok", value) or ("raised", the exception, or its text
-    when it does not pickle)."""
-    try:
-        return "ok", function(*args)
-    except Exception as err:
-        try:
-            pickle.dumps(err)
-        except Exception:  # an exception that does not pickle travels as its text
-            return "raised", RuntimeError(f"{type(err).__name__}: {err}")
-        return "raised", err
-
-
 def _received(conn: Connection) -> Iterable[Rows]:
     """The batches of one frame as they arrive, up to ``_END``."""
     while (rows := conn.recv()) is not _END:
@@ -91,7 +66,7 @@ def _received(conn: Connection) -> Iterable[Rows]:
 
 
 class CheckProcess:
-    """One helper process per ``kb`` process, shared by the checks' threads one request at a time."""
+    """One helper process per ``kb`` process, shared by the checks' threads one frame at a time."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -120,24 +95,6 @@ class CheckProcess:
         from kb_gates.frames import row_errors
 
         return row_errors(frame, read(), ordered_unique=ordered_unique)
-
-    def call(self, function: Callable[..., T], *args: Any) -> T:
-        """``function(*args)``, computed by the helper or, without one, here. ``function`` is a
-        module-level function of plain, picklable data (the helper imports its module)."""
-        with self._lock:
-            helper = self._running()
-            if helper is not None:
-                try:
-                    helper.send(("call", function, args))
-                    status, value = helper.recv()
-                except (EOFError, OSError):
-                    self._stop()
-                else:
-                    if status == "raised":
-                        raise value
-                    result: T = value
-                    return result
-        return function(*args)
 
     def helper_pid(self) -> int | None:
         """The running helper's process id (None: none is running), for tests and diagnostics."""
@@ -171,7 +128,7 @@ def _validated(
     conn: Connection, frame: str, batches: Iterable[Rows], ordered_unique: str | None
 ) -> tuple[int, list[str]]:
     """Stream ``batches`` to the helper and take its answer."""
-    conn.send(("frame", frame, ordered_unique))
+    conn.send((frame, ordered_unique))
     for rows in batches:
         conn.send(rows)
     conn.send(_END)
@@ -202,4 +159,4 @@ def _spawned() -> tuple[int, BaseProcess, Connection] | None:
 
 
 CHECK_PROCESS = CheckProcess()
-"""The helper of this process (``start`` it early; checks call ``frame_errors`` and ``call``)."""
+"""The helper of this process (``start`` it early; the frame checks call ``frame_errors``)."""

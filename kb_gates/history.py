@@ -27,7 +27,6 @@ from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.parse import READABLE
 from kb_gates.blob_sample import Sampled, blob_mismatches
-from kb_gates.check_process import CHECK_PROCESS
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
 from kb_resources.store.reads import ArtifactRecord
@@ -45,8 +44,8 @@ def stable_sample(sha: str, ids: Sequence[str], size: int) -> list[str]:
 def cache_mismatches(
     repo: GitRepo, engine: Engine, sha: str, *, sample: int, limits: ParseLimits
 ) -> list[str]:
-    """Blobs whose cached spans or facts differ from a fresh parse (empty when the cache is sound),
-    compared in the checks' helper process (``blob_sample``)."""
+    """Blobs whose cached spans or facts differ from a fresh parse (empty when the cache is sound;
+    ``blob_sample``)."""
     with engine.connect() as conn:
         blob_ids = [f.blob_id for f in reads.commit_files(conn, sha) if f.mode in READABLE]
         chosen = stable_sample(sha, blob_ids, sample)
@@ -56,7 +55,7 @@ def cache_mismatches(
         old = cached.get(blob_id)
         data = repo.read_blob(blob_id)
         sampled.append((blob_id, data, None, b"") if old is None else (blob_id, data, old.spans, old.facts))
-    return CHECK_PROCESS.call(blob_mismatches, sampled, limits)
+    return blob_mismatches(sampled, limits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,5 @@
 """``blob_cache_reproduces`` finds a parse cache that a fresh parse does not reproduce: spans or
-facts changed, a blob missing; a sound cache passes (``kb_gates.blob_sample``, run by the checks'
-helper process)."""
+facts changed, a blob missing; a sound cache passes (``kb_gates.blob_sample``)."""
 
 from __future__ import annotations
 

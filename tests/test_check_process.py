@@ -1,5 +1,5 @@
-"""The checks' work runs in a process of their own (``kb_gates.check_process``) and concludes what
-doing it in the checking process concludes, whatever happens to that process (that an index
+"""The frame checks run in a process of their own (``kb_gates.check_process``) and conclude what
+validating in the checking process concludes, whatever happens to that process (that an index
 run's own process never imports polars is in ``test_embed_isolation``)."""
 
 from __future__ import annotations
@@ -109,16 +109,3 @@ def test_a_daemonic_process_validates_its_frames_itself() -> None:
         pid, answer = pool.apply(_in_a_pool_worker)
     assert pid is None
     assert answer == row_errors("span", SPANS)
-
-
-def test_a_call_runs_in_the_helper_and_brings_back_its_value_or_its_error(checks: CheckProcess) -> None:
-    """A plain function runs in the helper (its process id is not ours) and its value comes back;
-    an exception it raises is raised here as itself; a helper that is gone leaves the call here."""
-    assert checks.call(os.getpid) == checks.helper_pid() != os.getpid()
-    with pytest.raises(ValueError, match="invalid literal"):
-        checks.call(int, "x")
-    helper = checks.helper_pid()
-    assert helper is not None
-    os.kill(helper, signal.SIGKILL)  # reaped by the checks
-    assert checks.call(sorted, [3, 1, 2]) == [1, 2, 3]
-    assert checks.call(os.getpid) not in (helper, os.getpid())  # a new helper took over
