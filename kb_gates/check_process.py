@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from typing import cast
 
 Rows = Sequence[tuple[object, ...]]
 """One batch of a frame's rows, as the store's reads give them (``frames.Rows``)."""
@@ -86,12 +87,17 @@ class CheckProcess:
             helper = self._running()
             if helper is not None:
                 try:
-                    return _validated(helper, frame, read(), ordered_unique)
+                    status, value = _validated(helper, frame, read(), ordered_unique)
                 except (EOFError, OSError):
                     self._stop()  # the helper died: validated here below
                 except BaseException:
                     self._stop()  # a read failed midway: the helper still waits for its rows
                     raise
+                else:
+                    if status != "ok":
+                        raise RuntimeError(f"the {frame} frame check failed in its process: {value}")
+                    checked, errors = cast("tuple[int, list[str]]", value)  # from ``row_errors``
+                    return checked, errors
         from kb_gates.frames import row_errors
 
         return row_errors(frame, read(), ordered_unique=ordered_unique)
@@ -126,17 +132,15 @@ class CheckProcess:
 
 def _validated(
     conn: Connection, frame: str, batches: Iterable[Rows], ordered_unique: str | None
-) -> tuple[int, list[str]]:
-    """Stream ``batches`` to the helper and take its answer."""
+) -> tuple[str, object]:
+    """Stream ``batches`` to the helper and take its answer: ("ok", (checked, errors)), or
+    ("failed", what went wrong there)."""
     conn.send((frame, ordered_unique))
     for rows in batches:
         conn.send(rows)
     conn.send(_END)
-    status, value = conn.recv()
-    if status != "ok":
-        raise RuntimeError(f"the {frame} frame check failed in its process: {value}")
-    checked, errors = value  # (int, list[str]) from ``row_errors``
-    return int(checked), list(errors)
+    answer: tuple[str, object] = conn.recv()
+    return answer
 
 
 def _spawned() -> tuple[int, BaseProcess, Connection] | None:

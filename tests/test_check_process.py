@@ -91,9 +91,12 @@ def test_a_read_that_fails_midway_does_not_confuse_the_next_check(checks: CheckP
 def test_a_broken_frame_is_reported_not_hidden(checks: CheckProcess) -> None:
     """A frame the validation itself cannot take (a row of the wrong width) fails the check with
     the helper's error; the helper stays usable."""
+    checks.start()
+    helper = checks.helper_pid()
     with pytest.raises(RuntimeError, match="artifact frame check failed"):
         checks.frame_errors("artifact", lambda: iter([[(GOOD[0], "k0")]]), ordered_unique="artifact_id")
     assert checks.frame_errors("artifact", lambda: iter(ARTIFACTS), ordered_unique="artifact_id") == (3, [])
+    assert checks.helper_pid() == helper
 
 
 def _in_a_pool_worker() -> tuple[int | None, tuple[int, list[str]]]:
