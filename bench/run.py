@@ -59,20 +59,25 @@ class Measured:
     stdout: str
     stderr: str
     tree_mib: float = 0.0
+    file_mib: float = 0.0
+    """File-backed pages (libraries' code, mostly) of the largest process's highest sampled RSS:
+    the part of a peak that differs between machines with the same data."""
 
     def line(self, label: str) -> str:
         status = "" if self.code == 0 else f"  (exit {self.code}: {self.stderr.strip().splitlines()[-1:]})"
         return (
             f"{label:<34} {self.wall:8.2f} s wall {self.cpu:8.2f} s CPU {self.peak_mib:8.0f} MiB peak"
-            f" ({self.tree_mib:.0f} MiB all processes){status}"
+            f" ({self.tree_mib:.0f} MiB all processes; {self.file_mib:.0f} MiB of file pages){status}"
         )
 
 
 class TreeMemory:
-    """The highest summed PSS of a process and its descendants, sampled on a thread."""
+    """The highest summed PSS of a process and its descendants, sampled on a thread, and the
+    file-backed part of the highest RSS any one of them was sampled at."""
 
     def __init__(self, pid: int) -> None:
         self.pid, self.peak = pid, 0
+        self.largest, self.largest_file = 0, 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -89,7 +94,10 @@ class TreeMemory:
             total = 0
             for proc in tree:
                 with contextlib.suppress(psutil.Error):
-                    total += proc.memory_full_info().pss
+                    full = proc.memory_full_info()
+                    total += full.pss
+                    if full.rss > self.largest:
+                        self.largest, self.largest_file = full.rss, full.shared
             self.peak = max(self.peak, total)
 
     def stop(self) -> float:
@@ -112,11 +120,12 @@ def measure(argv: list[str], env: dict[str, str], *, stdout_path: Path | None = 
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - start
         tree_mib = tree.stop()
+        file_mib = tree.largest_file / 2**20
     proc.returncode = os.waitstatus_to_exitcode(status)
     stdout, stderr = out_path.read_text(), err_path.read_text()
     shutil.rmtree(scratch)
     cpu = usage.ru_utime + usage.ru_stime
-    return Measured(wall, cpu, usage.ru_maxrss / 1024, proc.returncode, stdout, stderr, tree_mib)
+    return Measured(wall, cpu, usage.ru_maxrss / 1024, proc.returncode, stdout, stderr, tree_mib, file_mib)
 
 
 def git(repo: Path, *args: str) -> str:
