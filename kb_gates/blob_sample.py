@@ -12,18 +12,20 @@ from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS
 from kb_assets.core.models import Span
 from kb_assets.core.spans import ParseLimits
 
-Sampled = tuple[str, bytes, tuple[Span, ...] | None, bytes]
-"""(blob id, its bytes from git, its cached spans or None when not cached, its cached facts)."""
+Sampled = tuple[str, bytes, tuple[tuple[Span, ...], bytes] | None]
+"""(blob id, its bytes from git, what the cache holds for it: spans and encoded facts, or None)."""
 
 
 def blob_mismatches(sampled: Sequence[Sampled], limits: ParseLimits) -> list[str]:
     """Each blob whose cached spans or facts differ from a fresh parse, as one line (in order)."""
     bad = []
-    for blob_id, data, spans, facts in sampled:
-        fresh = analyze_blob(blob_id, data, EXTRACTORS, limits, collectors=COLLECTORS)
-        if spans is None:
+    for blob_id, data, cached in sampled:
+        if cached is None:
             bad.append(f"{blob_id[:12]}: not in the cache")
-        elif spans != fresh.spans:
+            continue
+        spans, facts = cached
+        fresh = analyze_blob(blob_id, data, EXTRACTORS, limits, collectors=COLLECTORS)
+        if spans != fresh.spans:
             bad.append(f"{blob_id[:12]}: cached spans differ from a fresh parse")
         elif spans and decode_facts(facts) != decode_facts(encode_facts(fresh.facts)):
             bad.append(f"{blob_id[:12]}: cached facts differ from a fresh parse")

@@ -26,10 +26,10 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import cast
+from typing import NamedTuple, cast
 
 Rows = Sequence[tuple[object, ...]]
-"""One batch of a frame's rows, as the store's reads give them (``frames.Rows``)."""
+"""One batch of a frame's rows, as the store's reads give them."""
 ReadRows = Callable[[], Iterable[Rows]]
 """Reads a frame's rows batch by batch; called again if the helper fails midway."""
 
@@ -66,12 +66,21 @@ def _received(conn: Connection) -> Iterable[Rows]:
         yield rows
 
 
+class _Helper(NamedTuple):
+    """A started helper: the process that started it (a forked copy inherits it, but does not
+    own it), the helper process, and the starter's end of their pipe."""
+
+    owner: int
+    process: BaseProcess
+    conn: Connection
+
+
 class CheckProcess:
     """One helper process per ``kb`` process, shared by the checks' threads one frame at a time."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._helper: tuple[int, BaseProcess, Connection] | None = None
+        self._helper: _Helper | None = None
 
     def start(self) -> None:
         """Start the helper if it is not running (it imports pandera and polars meanwhile)."""
@@ -105,7 +114,7 @@ class CheckProcess:
     def helper_pid(self) -> int | None:
         """The running helper's process id (None: none is running), for tests and diagnostics."""
         with self._lock:
-            return self._helper[1].pid if self._helper is not None else None
+            return self._helper.process.pid if self._helper is not None else None
 
     def stop(self) -> None:
         """Close the helper's pipe and reap it (it also leaves by itself when this process ends)."""
@@ -113,21 +122,22 @@ class CheckProcess:
             self._stop()
 
     def _running(self) -> Connection | None:
-        if self._helper is not None and (self._helper[0] != os.getpid() or not self._helper[1].is_alive()):
+        helper = self._helper
+        if helper is not None and (helper.owner != os.getpid() or not helper.process.is_alive()):
             self._stop()
         if self._helper is None:
             self._helper = _spawned()
-        return self._helper[2] if self._helper is not None else None
+        return self._helper.conn if self._helper is not None else None
 
     def _stop(self) -> None:
         helper, self._helper = self._helper, None
-        if helper is None or helper[0] != os.getpid():
+        if helper is None or helper.owner != os.getpid():
             return  # a forked copy's inherited helper belongs to the process that started it
-        helper[2].close()
-        helper[1].join(timeout=5)
-        if helper[1].is_alive():
-            helper[1].kill()
-            helper[1].join()
+        helper.conn.close()
+        helper.process.join(timeout=5)
+        if helper.process.is_alive():
+            helper.process.kill()
+            helper.process.join()
 
 
 def _validated(
@@ -143,9 +153,9 @@ def _validated(
     return answer
 
 
-def _spawned() -> tuple[int, BaseProcess, Connection] | None:
-    """A started helper: (this process's pid, the process, this end of its pipe); None if it
-    cannot be started (a daemonic process, such as a pool's worker, may not have children)."""
+def _spawned() -> _Helper | None:
+    """A started helper, or None if it cannot be started (a daemonic process, such as a pool's
+    worker, may not have children)."""
     if multiprocessing.current_process().daemon:
         return None
     ctx = multiprocessing.get_context("spawn")
@@ -159,7 +169,7 @@ def _spawned() -> tuple[int, BaseProcess, Connection] | None:
         return None
     finally:
         theirs.close()
-    return os.getpid(), process, ours
+    return _Helper(os.getpid(), process, ours)
 
 
 CHECK_PROCESS = CheckProcess()

@@ -8,10 +8,12 @@ process cannot be had.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import pandera.polars as pa
 import polars as pl
+
+from kb_gates.check_process import Rows
 
 HEX64 = r"^[0-9a-f]{64}$"
 
@@ -42,9 +44,6 @@ ARTIFACT_COLUMNS = {"artifact_id": pl.Utf8, "logical_key": pl.Utf8, "grounding_r
 
 FRAMES = {"span": (SPAN_FRAME, SPAN_COLUMNS), "artifact": (ARTIFACT_FRAME, ARTIFACT_COLUMNS)}
 """Each frame by the name a check asks for it by: its schema and its rows' columns."""
-
-Rows = Sequence[tuple[object, ...]]
-"""One batch of a frame's rows, as the store's reads give them."""
 
 
 def row_errors(

@@ -7,7 +7,7 @@ test suite proves are the same computation.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from sqlalchemy import Engine
@@ -26,6 +26,7 @@ from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.extract import run_extractor
 from kb_assets.indexing.load import load_program
 from kb_assets.indexing.parse import READABLE
+from kb_gates.check_process import Rows
 from kb_gates.griffe_oracle import Entry, griffe_surface
 from kb_gates.grimp_oracle import grimp_graph
 from kb_gates.metrics import SetDiff, compare
@@ -169,10 +170,6 @@ def stored_ids_diff(
         if r.grounding
     ]
     return compare(chosen, again)
-
-
-Rows = Sequence[tuple[object, ...]]
-"""One batch of a frame's rows (``kb_gates.frames.Rows``)."""
 
 
 def span_rows(engine: Engine, sha: str, *, since: str | None = None) -> Iterator[Rows]:

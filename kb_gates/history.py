@@ -53,8 +53,10 @@ def cache_mismatches(
     sampled: list[Sampled] = []
     for blob_id in chosen:
         old = cached.get(blob_id)
-        data = repo.read_blob(blob_id)
-        sampled.append((blob_id, data, None, b"") if old is None else (blob_id, data, old.spans, old.facts))
+        if old is None:
+            sampled.append((blob_id, b"", None))
+        else:
+            sampled.append((blob_id, repo.read_blob(blob_id), (old.spans, old.facts)))
     return blob_mismatches(sampled, limits)
 
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from kb_assets.core.blobs import analyze_blob, encode_facts
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS, parser_version
 from kb_assets.core.spans import ParseLimits
-from kb_gates.blob_sample import blob_mismatches
+from kb_gates.blob_sample import Sampled, blob_mismatches
 from kb_gates.history import cache_mismatches
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
@@ -29,11 +29,11 @@ def test_each_way_a_cache_can_be_wrong_is_named() -> None:
     facts = encode_facts(fresh.facts)
     moved = (replace(fresh.spans[0], end_line=fresh.spans[0].end_line + 1), *fresh.spans[1:])
     other = encode_facts({**fresh.facts, "calls": {"scopes": []}})
-    sampled = [
-        ("a" * 40, SOURCE, fresh.spans, facts),
-        ("b" * 40, SOURCE, moved, facts),
-        ("c" * 40, SOURCE, fresh.spans, other),
-        ("d" * 40, SOURCE, None, b""),
+    sampled: list[Sampled] = [
+        ("a" * 40, SOURCE, (fresh.spans, facts)),
+        ("b" * 40, SOURCE, (moved, facts)),
+        ("c" * 40, SOURCE, (fresh.spans, other)),
+        ("d" * 40, SOURCE, None),
     ]
     assert blob_mismatches(sampled, ParseLimits()) == [
         f"{'b' * 12}: cached spans differ from a fresh parse",
