@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from kb_assets.cli.progress import TerminalProgress
-from kb_assets.cli.runner import unwrap
+from kb_assets.cli.runner import quiet_store_loss, unwrap
 from kb_assets.cli.session import Session, indexed_sha, open_session
 from kb_assets.core.errors import KbError
 from kb_assets.indexing.progress import set_reporter
@@ -82,14 +82,15 @@ def embed_commit(session: Session, sha: str, assets: list[str]) -> dict[str, dic
     progress = TextProgress(sys.stderr)
     set_reporter(progress)
     try:
-        result = defs.resolve_job_def(EMBED_JOB).execute_in_process(
-            partition_key=sha,
-            instance=instance,
-            run_config=quiet_config(),
-            asset_selection=[dg.AssetKey(a) for a in assets],
-            raise_on_error=True,
-            tags={"kb/source": "cli"},
-        )
+        with quiet_store_loss():
+            result = defs.resolve_job_def(EMBED_JOB).execute_in_process(
+                partition_key=sha,
+                instance=instance,
+                run_config=quiet_config(),
+                asset_selection=[dg.AssetKey(a) for a in assets],
+                raise_on_error=True,
+                tags={"kb/source": "cli"},
+            )
     except KbError:
         raise
     except Exception as err:

@@ -147,13 +147,11 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
         session.settings.with_db_url(session.store.real_url), repo=str(session.repo.root)
     )
     logging.getLogger("dagster").setLevel(logging.ERROR)
-    root = logging.getLogger()
-    root.addFilter(_quiet_reconnects)
     progress = TerminalProgress(sys.stderr)
     set_reporter(progress)
     run_id = str(uuid.uuid4())
     try:
-        with kept_interrupt_handlers(), prefetching():  # every step runs here: see ``prefetch``
+        with kept_interrupt_handlers(), quiet_store_loss(), prefetching():  # steps run here: ``prefetch``
             return defs.resolve_job_def(job).execute_in_process(
                 partition_key=sha,
                 instance=instance,
@@ -178,7 +176,6 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
     finally:
         progress.close()
         set_reporter(None)
-        root.removeFilter(_quiet_reconnects)
 
 
 @contextlib.contextmanager
@@ -230,9 +227,30 @@ def _check_line(evaluation: Any) -> str:
     return f"{name}: {evidence.value}" if evidence is not None else name
 
 
+@contextlib.contextmanager
+def quiet_store_loss() -> Iterator[None]:
+    """Inside, a store that goes away mid-run is not narrated by the libraries that notice it:
+    the run ends as one exit-3 line instead (``lost_store``).
+
+    dagster-postgres logs a warning with multi-line driver text on the root logger per reconnect
+    retry; SQLAlchemy's pool logs "Exception during reset or similar" with a full traceback when
+    it hands back a connection whose server is gone (whether it does is a race with the kill).
+    Neither says anything the exit-3 line does not.
+    """
+    root = logging.getLogger()
+    pool = logging.getLogger("sqlalchemy.pool")
+    level = pool.level
+    root.addFilter(_quiet_reconnects)
+    pool.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        pool.setLevel(level)
+        root.removeFilter(_quiet_reconnects)
+
+
 def _quiet_reconnects(record: logging.LogRecord) -> bool:
-    """Drop dagster-postgres's reconnect warnings (logged on the root logger, one per retry, with
-    multi-line driver text): a store that stays away ends the run as one exit-3 line instead."""
+    """Drop dagster-postgres's reconnect warnings (logged on the root logger itself)."""
     return not (record.name == "root" and "dagster_postgres" in record.pathname)
 
 
@@ -259,6 +277,7 @@ def run_multiprocess(
     config = {**run_config, "execution": {"config": executor}}
     with (
         kept_interrupt_handlers(),
+        quiet_store_loss(),
         dg.execute_job(
             dg.reconstructable(multiprocess_index_job),
             instance=instance,
