@@ -5,9 +5,11 @@ store lacks is never staged.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -95,6 +97,46 @@ def test_each_commit_through_the_carry_has_exactly_the_cold_ids(incremental: boo
             assert set(made) | set(carried.reused) == set(cold.values()), label
             assert len(made) + len(carried.reused) == len(cold), label
             assert bool(carried.reused) == (n > 0), label
+
+
+def test_a_carry_read_back_from_its_file_vouches_for_the_same_signatures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A carry written out and read back, as each ``kb index`` does between runs, knows its commit:
+    on a graph replayed from that commit's resolutions it makes the same few signatures as the
+    carry kept in memory (not one per edge), and reuses and drafts exactly the same edges."""
+    made_signatures = 0
+    real = call_carry.signature
+
+    def counted(edge: Any, vias: dict[Any, str]) -> bytes:
+        nonlocal made_signatures
+        made_signatures += 1
+        return real(edge, vias)
+
+    monkeypatch.setattr(call_carry, "signature", counted)
+    kept, written = EdgeCarry(), EdgeCarry()
+    with kept_resolutions():
+        for n, (label, files) in enumerate(_versions()):
+            program = program_from_files(files, sha=f"{n + 1:040x}")
+            written = EdgeCarry.load(io.BytesIO(b"".join(written.dump())))
+            signed: list[int] = []
+            results = []
+            for carry in (kept, written):
+                made_signatures = 0
+                results.append(carry.resolve(program))
+                signed.append(made_signatures)
+            in_memory, from_file = results
+            assert from_file.reused == in_memory.reused, label
+            assert _draft_keys(from_file) == _draft_keys(in_memory), label
+            assert signed[0] == signed[1], label
+            if n > 0:
+                assert signed[1] < len(call_graph(program).edges), label
+            for carry, carried in zip((kept, written), results, strict=True):
+                carry.remember(program, [a.artifact_id for a in _built(program, carried.extraction.drafts)])
+
+
+def _draft_keys(carried: call_carry.Carried) -> list[str]:
+    return [draft.logical_key for draft in carried.extraction.drafts]
 
 
 def _remembered(carry: EdgeCarry, files: Mapping[str, str]) -> None:
