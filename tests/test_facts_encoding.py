@@ -4,13 +4,16 @@ across every blob of a load, the same bytes in any process, and named by the par
 from __future__ import annotations
 
 import json
+import marshal
 import subprocess
 import sys
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
+from kb_assets.core import blobs
 from kb_assets.core.blobs import analyze_blob, decode_facts, encode_facts
 from kb_assets.core.extractors import registry
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS, parser_version
@@ -59,6 +62,31 @@ def test_decodes_exactly_what_a_json_round_trip_gives() -> None:
         "b": [["x", 1], {"a": [None, True, 1.5, 2**70], "z": "a.b"}],
         "é": ["中", [[""]]],
     }
+
+
+def _through_json(facts: Mapping[str, JSON]) -> bytes:
+    """``encode_facts`` as it was before the direct rebuild: the JSON round trip, then marshal."""
+    text = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    value = json.loads(text, object_pairs_hook=blobs._interned_object)
+    return zlib.compress(marshal.dumps(value, marshal.version), blobs.FACTS_ZLIB_LEVEL)
+
+
+def test_the_direct_rebuild_writes_the_bytes_of_the_json_round_trip() -> None:
+    """The facts rebuilt directly (``_canonical``) are the bytes the JSON round trip gave, so no
+    cached blob changes: for the fixture's real facts, for values the collector keeps elsewhere
+    too (shared lists, ints other objects hold), and for what only JSON converts (a key that is
+    not a string; an infinity, which comes back as ``json``'s own shared object), which takes
+    the round trip itself."""
+    held = [1000, 2**70, "x", -7]
+    shared = ["a.b", 12345, held]
+    plain = {"z": [shared, shared, (held, 3.25)], "a": {"k": held, "n": None, "t": True}, "é": [-0.0]}
+    for facts in [*_fixture_facts(), plain, {"calls": {"s": [plain, plain]}}]:
+        blobs._canonical(facts)  # no fallback: plain values only
+        assert encode_facts(facts) == _through_json(facts)
+    for converted in ({"a": {3: "q"}}, {"a": [float("inf"), float("nan")]}):
+        with pytest.raises(blobs._NotPlainError):
+            blobs._canonical(converted)
+        assert encode_facts(converted) == _through_json(converted)
 
 
 def test_equal_strings_are_one_object_across_blobs_and_nesting() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import math
 import sys
 import zlib
 from collections.abc import Callable, Mapping
@@ -84,9 +85,48 @@ def encode_facts(facts: Mapping[str, JSON]) -> bytes:
     fastest level (``FACTS_ZLIB_LEVEL``): Django's 17.5 MB of marshalled facts take 0.17 s of the
     workers' CPU instead of 0.45 s at the default level, for 5.5 MB stored instead of 4.7 MB.
     """
-    text = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    value = json.loads(text, object_pairs_hook=_interned_object)
+    try:
+        value = _canonical(facts)
+    except _NotPlainError:
+        text = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        value = json.loads(text, object_pairs_hook=_interned_object)
     return zlib.compress(marshal.dumps(value, marshal.version), FACTS_ZLIB_LEVEL)
+
+
+class _NotPlainError(Exception):
+    """A value ``_canonical`` does not rebuild itself (a key that is not a string, a type JSON
+    converts in its own way): the facts take the JSON round trip instead."""
+
+
+def _canonical(value: object) -> JSON:
+    """Exactly the object graph the JSON round trip of ``encode_facts`` gives back, built directly
+    (~2.5x faster: Django's facts took 1.2 s of the parse workers' CPU through JSON text).
+
+    Exactly, because ``marshal`` writes what it sees: a string is written once and referenced
+    after if it is interned (here every one is, as the decoder hook interns them), but any other
+    object is written as a back-reference only if its reference count is above one when
+    ``marshal`` reaches it. So every container is new (held by its parent alone), every int
+    outside CPython's shared small ints (-5..256) is a new object, as ``int(text)`` makes (``+
+    0`` makes one; returning the collector's own int would make the bytes depend on who else
+    holds it), a finite float is remade from its text as ``json`` does, keys are sorted, tuples
+    become lists. Anything else raises ``_NotPlainError``; ``tests/test_facts_encoding.py`` compares the two
+    ways byte for byte, in a fresh process too.
+    """
+    if type(value) is str:
+        return sys.intern(value)
+    if type(value) is dict:
+        if any(type(key) is not str for key in value):
+            raise _NotPlainError
+        return {sys.intern(key): _canonical(value[key]) for key in sorted(value)}
+    if type(value) is list or type(value) is tuple:
+        return [_canonical(item) for item in value]
+    if type(value) is int:
+        return value + 0
+    if value is None or type(value) is bool:
+        return value
+    if type(value) is float and math.isfinite(value):
+        return float(repr(value))
+    raise _NotPlainError  # also infinities and NaN: ``json`` gives back its own shared constants
 
 
 def encode_blob(parsed: ParsedBlob) -> EncodedBlob:
