@@ -16,3 +16,20 @@ def run_spawned(function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)`` in a new process (both must pickle: a module-level function)."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         return pool.apply(function, args)
+
+
+def counting_forks() -> list[bool]:
+    """From now on in this (spawned) process, each ``forked.fork`` call appends to the returned
+    list whether a copy was made."""
+    from kb_assets.core import forked
+
+    made: list[bool] = []
+    real = forked.fork
+
+    def counted(work: Any) -> Any:
+        helper = real(work)
+        made.append(helper is not None)
+        return helper
+
+    forked.fork = counted
+    return made

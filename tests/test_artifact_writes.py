@@ -14,7 +14,6 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from kb_assets.core import forked
 from kb_assets.core.extractors.base import OnDemandDrafts
 from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.spans import ParseLimits
@@ -26,7 +25,7 @@ from kb_resources.settings import load_settings
 from kb_resources.store.engine import create_store_engine, open_store
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
-from tests.spawned import run_spawned
+from tests.spawned import counting_forks, run_spawned
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -51,15 +50,7 @@ def _store_in_halves(url: str, repo_path: str, sha: str, case: tuple[str, bool, 
     made_drafts = extractor.resolve(program).drafts
     assert isinstance(made_drafts, OnDemandDrafts)
     drafts: Any = made_drafts if on_demand else list(made_drafts)
-    made: list[bool] = []
-    real = forked.fork
-
-    def counted(work: Any) -> Any:
-        helper = real(work)
-        made.append(helper is not None)
-        return helper
-
-    forked.fork = counted
+    made = counting_forks()
     artifact_writes.SHARE_MIN_DRAFTS = 1
     artifact_writes.WRITE_ARTIFACTS = 3
     if fail_in_copy:

@@ -35,6 +35,7 @@ from kb_resources.store.engine import open_store
 from tests.gitfixtures import commit_tree, init_repo
 from tests.kbfixtures import KbEnv
 from tests.programs import program_from_files
+from tests.spawned import counting_forks, run_spawned
 
 V1 = {
     "pkg/__init__.py": "from pkg.impl import helper\n",
@@ -133,6 +134,53 @@ def test_a_carry_read_back_from_its_file_vouches_for_the_same_signatures(
                 assert signed[1] < len(call_graph(program).edges), label
             for carry, carried in zip((kept, written), results, strict=True):
                 carry.remember(program, [a.artifact_id for a in _built(program, carried.extraction.drafts)])
+
+
+def _remembered_through(directory: str, how: str) -> dict[str, Any]:
+    """In a spawned process (one thread, so a copy can be forked): two commits through a carry
+    read from a file, each written back by ``carries.remembering`` around a stand-in for the
+    staging, the copy working (``fork``), failing in the copy (``fail``) or not allowed
+    (``inline``: one worker). The file after each commit, and whether a copy was made."""
+    from kb_assets.core import forked
+
+    path = Path(directory) / how / "repo.calls"
+    made = counting_forks()
+    if how == "inline":
+        forked.set_workers(1)
+    if how == "fail":
+
+        def broken(*_: object) -> bool:
+            raise RuntimeError("the copy fails")
+
+        carries._remember_and_keep = broken  # type: ignore[assignment]
+    files: list[bytes] = []
+    reused: list[int] = []
+    for n, (_, version) in enumerate(list(_versions())[:2]):
+        program = program_from_files(version, sha=f"{n + 1:040x}")
+        carry = carries.open_carry(CallsExtractor(), path)
+        assert carry is not None
+        carried = carry.resolve(program)
+        reused.append(len(carried.reused))
+        drafted = [a.artifact_id for a in _built(program, carried.extraction.drafts)]
+        with carries.remembering(carry, program, drafted, path, "a store"):
+            pass  # the staging
+        files.append(path.read_bytes())
+    return {"files": files, "made": made, "reused": reused}
+
+
+def test_a_carry_from_the_file_is_written_back_by_a_forked_copy_or_by_the_run(tmp_path: Path) -> None:
+    """Outside a watch the carry is remembered and written by a forked copy while the run
+    stages; the file is the same, byte for byte, when the copy fails or cannot be made and the
+    run does it itself, and the second commit reuses edges through it."""
+    found = {how: run_spawned(_remembered_through, str(tmp_path), how) for how in ("fork", "fail", "inline")}
+    assert found["fork"]["made"] == [True, True]
+    assert found["fail"]["made"] == [True, True]
+    assert found["inline"]["made"] == [False, False]
+    assert found["fork"]["files"] == found["fail"]["files"] == found["inline"]["files"]
+    for how in ("fork", "fail", "inline"):
+        assert found[how]["reused"][0] == 0
+        assert found[how]["reused"][1] > 0
+    assert EdgeCarry.load(io.BytesIO(found["fork"]["files"][-1])).remembers
 
 
 def _draft_keys(carried: call_carry.Carried) -> list[str]:

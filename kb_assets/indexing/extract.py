@@ -26,7 +26,7 @@ from kb_assets.core.program import Program
 from kb_assets.core.symbols.table import symbol_table
 from kb_assets.indexing import prefetch
 from kb_assets.indexing.artifact_writes import Drafts, store_drafts
-from kb_assets.indexing.carries import keep_carry, known_stored, mark_staged, open_carry
+from kb_assets.indexing.carries import known_stored, open_carry, remembering
 from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
 from kb_resources.store import bulk, writes
 from kb_resources.store.bulk import LoadLog, refresh_statistics
@@ -143,10 +143,8 @@ def _extract(
     ids, log = store_drafts(engine, program, extractor, drafts)
     drafted = len(ids)  # the drafts' ids, in draft order (one artifact per call-edge draft)
     ids += reused
-    _stage(engine, program.sha, extractor, prefetch.Done(ids=tuple(ids), gaps=gaps, loaded=log.rows))
-    carry.remember(program, ids[:drafted])
-    mark_staged(carry, _store_name(engine))
-    keep_carry(carry, carry_file)
+    with remembering(carry, program, ids[:drafted], carry_file, _store_name(engine)):
+        _stage(engine, program.sha, extractor, prefetch.Done(ids=tuple(ids), gaps=gaps, loaded=log.rows))
     return StagedResult(
         artifact_ids=tuple(sorted(ids)), gaps=gaps, reused=len(reused), resolved_again=resolved
     )
