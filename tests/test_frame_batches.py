@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+import sqlalchemy as sa
 
 from kb_assets.core.models import Grounding
 from kb_gates import gates
@@ -111,3 +112,42 @@ def test_a_bad_span_row_in_a_later_batch_is_reported() -> None:
     assert errors
     assert any("xyz" in e for e in errors)
     assert validation_errors(SPAN_FRAME, good) == []
+
+
+@pytest.mark.parametrize("few_staged", [commit_reads.FEW_STAGED, 0], ids=["probed", "grouped"])
+def test_grounding_rows_are_counted_alike_under_either_plan(
+    store: Store, few_staged: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small staged set's counts come from a probe per artifact, a large one's from one
+    aggregate (``commit_reads._grouped``): both give each artifact's number of grounding rows, in
+    id order, and an artifact whose grounding was removed behind the store's triggers' back keeps
+    its row with 0, which is what the frame check rejects."""
+    monkeypatch.setattr(commit_reads, "FEW_STAGED", few_staged)
+    beta = span("beta", 5, 9)
+    one = grounded("call:one", [Grounding(ALPHA.span_id, "m.py", "caller")])
+    two = grounded(
+        "call:two", [Grounding(ALPHA.span_id, "m.py", "caller"), Grounding(beta.span_id, "m.py", "callee")]
+    )
+    lost = grounded("call:lost", [Grounding(beta.span_id, "m.py", "caller")])
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA, {"m.py": [ALPHA, beta]})
+        publish(conn, SHA, [one, two, lost])
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("SET LOCAL session_replication_role = replica")  # no trigger fires
+        conn.execute(
+            sa.text("DELETE FROM artifact_derived_from WHERE artifact_id = :a"), {"a": lost.artifact_id}
+        )
+    with store.engine.connect() as conn:
+        counts = [row for batch in reads.staged_grounding_batches(conn, SHA, "test") for row in batch]
+    assert counts == sorted(
+        [
+            (one.artifact_id, "call:one", 1),
+            (two.artifact_id, "call:two", 2),
+            (lost.artifact_id, "call:lost", 0),
+        ]
+    )
+    checked, errors = row_errors(
+        "artifact", gates.artifact_rows(store.engine, SHA, "test"), ordered_unique="artifact_id"
+    )
+    assert checked == 3
+    assert any("grounding_rows" in e for e in errors)
