@@ -148,11 +148,14 @@ def _remembered_through(directory: str, how: str) -> dict[str, Any]:
     if how == "inline":
         forked.set_workers(1)
     if how == "fail":
+        real = carries._remember_and_keep
 
-        def broken(*_: object) -> bool:
-            raise RuntimeError("the copy fails")
+        def broken(carry: EdgeCarry, program: Program, drafted: Sequence[str], path: Path | None) -> bool:
+            if forked._in_copy:
+                raise RuntimeError("the copy fails")
+            return real(carry, program, drafted, path)
 
-        carries._remember_and_keep = broken  # type: ignore[assignment]
+        carries._remember_and_keep = broken
     files: list[bytes] = []
     reused: list[int] = []
     for n, (_, version) in enumerate(list(_versions())[:2]):

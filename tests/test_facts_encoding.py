@@ -4,10 +4,8 @@ across every blob of a load, the same bytes in any process, and named by the par
 from __future__ import annotations
 
 import json
-import marshal
 import subprocess
 import sys
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -65,10 +63,8 @@ def test_decodes_exactly_what_a_json_round_trip_gives() -> None:
 
 
 def _through_json(facts: Mapping[str, JSON]) -> bytes:
-    """``encode_facts`` as it was before the direct rebuild: the JSON round trip, then marshal."""
-    text = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    value = json.loads(text, object_pairs_hook=blobs._interned_object)
-    return zlib.compress(marshal.dumps(value, marshal.version), blobs.FACTS_ZLIB_LEVEL)
+    """``encode_facts`` as it was before the direct rebuild: the JSON round trip, then packed."""
+    return blobs._packed(blobs._json_round_trip(facts))
 
 
 def test_the_direct_rebuild_writes_the_bytes_of_the_json_round_trip() -> None:

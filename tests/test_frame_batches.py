@@ -119,7 +119,7 @@ def test_grounding_rows_are_counted_alike_under_either_plan(
     store: Store, few_staged: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A small staged set's counts come from a probe per artifact, a large one's from one
-    aggregate (``commit_reads._grouped``): both give each artifact's number of grounding rows, in
+    aggregate (``commit_reads._grounding_counts``): both give each artifact's number of grounding rows, in
     id order, and an artifact whose grounding was removed behind the store's triggers' back keeps
     its row with 0, which is what the frame check rejects."""
     monkeypatch.setattr(commit_reads, "FEW_STAGED", few_staged)

@@ -88,8 +88,20 @@ def encode_facts(facts: Mapping[str, JSON]) -> bytes:
     try:
         value = _canonical(facts)
     except _NotPlainError:
-        text = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        value = json.loads(text, object_pairs_hook=_interned_object)
+        value = _json_round_trip(facts)
+    return _packed(value)
+
+
+def _json_round_trip(facts: Mapping[str, JSON]) -> JSON:
+    """What JSON gives back for ``facts``, every string interned: the definition ``_canonical``
+    builds directly, and the way for values it does not rebuild."""
+    text = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    value: JSON = json.loads(text, object_pairs_hook=_interned_object)
+    return value
+
+
+def _packed(value: JSON) -> bytes:
+    """The cache's bytes of a canonical value (``FACTS_ENCODING``)."""
     return zlib.compress(marshal.dumps(value, marshal.version), FACTS_ZLIB_LEVEL)
 
 
@@ -109,8 +121,8 @@ def _canonical(value: object) -> JSON:
     outside CPython's shared small ints (-5..256) is a new object, as ``int(text)`` makes (``+
     0`` makes one; returning the collector's own int would make the bytes depend on who else
     holds it), a finite float is remade from its text as ``json`` does, keys are sorted, tuples
-    become lists. Anything else raises ``_NotPlainError``; ``tests/test_facts_encoding.py`` compares the two
-    ways byte for byte, in a fresh process too.
+    become lists. Anything else raises ``_NotPlainError``; ``tests/test_facts_encoding.py`` compares
+    the two ways byte for byte, in a fresh process too.
     """
     if type(value) is str:
         return sys.intern(value)

@@ -106,24 +106,19 @@ def remembering(
     staging. The file may then be written even if the staging fails: a carry read from a file is
     always checked against the store (``known_stored``), and its ids are stored artifacts.
     """
-    if carry is _kept or path is None:
-        yield
-        carry.remember(program, drafted)
-        mark_staged(carry, store)
-        keep_carry(carry, path)
-        return
-    writer = forked.fork(partial(_remember_and_keep, carry, program, tuple(drafted), path))
+    kept = carry is _kept or path is None
+    writer = None if kept else forked.fork(partial(_remember_and_keep, carry, program, drafted, path))
     with writer if writer is not None else nullcontext():
         yield
         done = writer.result() if writer is not None else None
     if done is None:
-        carry.remember(program, drafted)
-        keep_carry(carry, path)
+        _remember_and_keep(carry, program, drafted, path)
+        mark_staged(carry, store)  # the kept carry's ids are now staged in ``store``
 
 
-def _remember_and_keep(carry: EdgeCarry, program: Program, drafted: Sequence[str], path: Path) -> bool:
-    """What ``remembering`` leaves a forked copy: the carry remembered and written (best effort,
-    as ``keep_carry``; True once it is done, written or not)."""
+def _remember_and_keep(carry: EdgeCarry, program: Program, drafted: Sequence[str], path: Path | None) -> bool:
+    """The carry remembered and written (best effort, as ``keep_carry``; True once it is done,
+    written or not): in a forked copy, or here (``remembering``)."""
     carry.remember(program, drafted)
     keep_carry(carry, path)
     return True

@@ -148,47 +148,48 @@ def staged_grounding_batches(
     grounding rows never change once written, so with ``since`` the base's check already covered
     the others.
 
-    A large set's rows are counted by one hash aggregate over its grounding rows (``_grouped``),
+    A large set's rows are counted by one hash aggregate over its grounding rows (``_grounding_counts``),
     a small set's (and ``since``'s few) by a correlated count per artifact on the primary key of
     ``artifact_derived_from``. Under the large-set plan (``whole_snapshot_plan``: hash joins, 64 MB
     of ``work_mem``) the aggregate stays in memory: Django's call edges (~347k grounding rows)
     took 0.53-0.58 s instead of 1.1-1.3 s for 75,908 probes (stop 30; at the default 4 MB, before
     that plan existed, the aggregate had sorted on disk and lost, 1.1-1.3 s against 0.6 s).
     """
-    a, d = artifact.c, artifact_derived_from.c
     ids = _staged_or_new(sha, extractor_id, since)
-    rows = sa.select(sa.func.count()).where(d.artifact_id == ids.c.artifact_id).scalar_subquery()
-    probed = (
-        sa.select(a.artifact_id, a.logical_key, rows)
-        .select_from(ids)
-        .join(artifact, a.artifact_id == ids.c.artifact_id)
-        .order_by(a.artifact_id)
-    )
     # with ``since``, few rows: the planner's own index probes
     with _staged_set_plan(conn, sha, extractor_id) if since is None else nullcontext(False) as many:
-        query = _grouped(ids) if many else probed
+        query = _grounding_counts(ids, aggregate=many)
         result = conn.execute(query.execution_options(yield_per=GROUNDING_BATCH))
         for batch in result.partitions():
             yield [(aid, key, int(count)) for aid, key, count in batch]
 
 
-def _grouped(ids: sa.Subquery) -> sa.Select[Any]:
-    """(artifact_id, logical_key, grounding rows) of the artifacts ``ids`` names, in id order,
-    counted by one aggregate over their grounding rows (``staged_grounding_batches``)."""
+def _grounding_counts(ids: sa.Subquery, *, aggregate: bool) -> sa.Select[Any]:
+    """(artifact_id, logical_key, grounding rows) of the artifacts ``ids`` names, in id order:
+    counted by one aggregate over their grounding rows, or by a correlated count per artifact
+    (``staged_grounding_batches``). An artifact without grounding keeps its row, counted 0: it is
+    what the frame check is there to see."""
     a, d = artifact.c, artifact_derived_from.c
-    counts = (
-        sa.select(d.artifact_id, sa.func.count().label("rows"))
-        .select_from(artifact_derived_from.join(ids, ids.c.artifact_id == d.artifact_id))
-        .group_by(d.artifact_id)
-        .subquery()
-    )
-    return (  # an artifact without grounding keeps its row, with 0: what the check is there to see
-        sa.select(a.artifact_id, a.logical_key, sa.func.coalesce(counts.c.rows, 0))
+    query = (
+        sa.select(a.artifact_id, a.logical_key)
         .select_from(ids)
         .join(artifact, a.artifact_id == ids.c.artifact_id)
-        .outerjoin(counts, counts.c.artifact_id == ids.c.artifact_id)
-        .order_by(a.artifact_id)
     )
+    if aggregate:
+        counts = (
+            sa.select(d.artifact_id, sa.func.count().label("rows"))
+            .select_from(artifact_derived_from.join(ids, ids.c.artifact_id == d.artifact_id))
+            .group_by(d.artifact_id)
+            .subquery()
+        )
+        query = query.add_columns(sa.func.coalesce(counts.c.rows, 0)).outerjoin(
+            counts, counts.c.artifact_id == ids.c.artifact_id
+        )
+    else:
+        query = query.add_columns(
+            sa.select(sa.func.count()).where(d.artifact_id == ids.c.artifact_id).scalar_subquery()
+        )
+    return query.order_by(a.artifact_id)
 
 
 def ungrounded_staged(
