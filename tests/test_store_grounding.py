@@ -102,3 +102,71 @@ def test_deleting_the_last_grounding_row_fails_at_commit(seeded: Store) -> None:
     with seeded.engine.begin() as conn:
         conn.execute(sa.delete(artifact).where(artifact.c.artifact_id == item.artifact_id))
     assert _count(seeded, artifact) == _count(seeded, artifact_derived_from) == 0
+
+
+RAW_ARTIFACTS = sa.text(
+    "INSERT INTO artifact (artifact_id, kind, logical_key, extractor_id, extractor_version, method,"
+    " confidence, payload) SELECT id, 'call_edge', 'call:' || id, 'raw', '1', 'deterministic', 1, '{}'"
+    " FROM unnest(CAST(:ids AS char(64)[])) AS t(id)"
+)
+
+
+def _ground(conn: sa.Connection, ids: list[str]) -> None:
+    conn.execute(
+        sa.insert(artifact_derived_from),
+        [{"artifact_id": aid, "span_id": ALPHA.span_id, "path": "m.py", "role": "r"} for aid in ids],
+    )
+
+
+def _due_rows(store: Store) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.scalar(sa.text("SELECT count(*) FROM artifact_grounding_due")) or 0)
+
+
+def test_one_ungrounded_artifact_among_a_statements_many_fails_the_commit(seeded: Store) -> None:
+    """The check runs once per statement over every id it inserted (migration 0008): one artifact
+    of a hundred left without grounding fails the COMMIT, named; the same statement with all
+    hundred grounded commits, and leaves nothing pending behind."""
+    ids = [f"{i:064x}" for i in range(1, 101)]
+    with seeded.engine.connect() as conn:
+        conn.execute(RAW_ARTIFACTS, {"ids": ids})
+        _ground(conn, ids[:57] + ids[58:])
+        with pytest.raises(sa_exc.IntegrityError) as caught:
+            conn.commit()
+    _grounding_violation(caught)
+    assert ids[57] in str(caught.value.orig)
+    assert _count(seeded, artifact) == 0
+    with seeded.engine.begin() as conn:
+        conn.execute(RAW_ARTIFACTS, {"ids": ids})
+        _ground(conn, ids)
+    assert _count(seeded, artifact) == 100
+    assert _due_rows(seeded) == 0
+
+
+def test_an_artifact_inserted_and_deleted_in_one_transaction_needs_no_grounding(seeded: Store) -> None:
+    """Only artifacts that still exist at COMMIT are checked, as the per-row check did: one
+    inserted without grounding and deleted again commits, and so does an insert that found every
+    id stored already (``ON CONFLICT DO NOTHING``: no row inserted, nothing to check)."""
+    aid = "d" * 64
+    with seeded.engine.begin() as conn:
+        conn.execute(RAW_ARTIFACT, {"aid": aid})
+        conn.execute(sa.delete(artifact).where(artifact.c.artifact_id == aid))
+    assert _count(seeded, artifact) == 0
+    with seeded.engine.begin() as conn:
+        conn.execute(RAW_ARTIFACT, {"aid": aid})
+        _ground(conn, [aid])
+    with seeded.engine.begin() as conn:
+        conn.execute(sa.text(RAW_ARTIFACT.text + " ON CONFLICT DO NOTHING"), {"aid": aid})
+    assert _count(seeded, artifact) == 1
+    assert _due_rows(seeded) == 0
+
+
+def test_the_check_can_still_be_made_immediate_by_name(seeded: Store) -> None:
+    """``SET CONSTRAINTS artifact_grounded_check IMMEDIATE`` still reaches the insert check (now on
+    the statement's row of ``artifact_grounding_due``): the statement itself fails."""
+    with seeded.engine.connect() as conn:
+        conn.execute(sa.text("SET CONSTRAINTS artifact_grounded_check IMMEDIATE"))
+        with pytest.raises(sa_exc.IntegrityError) as caught:
+            conn.execute(RAW_ARTIFACT, {"aid": "e" * 64})
+        conn.rollback()
+    _grounding_violation(caught)

@@ -50,7 +50,7 @@ def _tables(store: Store) -> set[str]:
 def test_fresh_database_migrates_to_head(store: Store) -> None:
     """open_store on an empty database creates every table, pgvector and the trigger, stamped at head."""
     with store.engine.connect() as conn:
-        assert revision.current_revision(conn) == revision.head_revision() == "0007"
+        assert revision.current_revision(conn) == revision.head_revision() == "0008"
         assert revision.is_at_head(conn)
         assert conn.scalar(sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         triggers = set(conn.scalars(sa.text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")))
@@ -212,3 +212,48 @@ def test_0007_only_reorders_the_grounding_checks_probes(store: Store) -> None:
     assert ungrounded < head.index(" EXISTS (SELECT 1 FROM artifact WHERE")
     assert before.index("EXISTS (SELECT 1 FROM artifact WHERE") < before.index("NOT EXISTS")
     assert sorted(head.split()) == sorted(before.split())
+
+
+UNGROUNDED_INSERT = sa.text(
+    "INSERT INTO artifact (artifact_id, kind, logical_key, extractor_id, extractor_version, method,"
+    " confidence, payload) VALUES (:aid, 'call_edge', 'call:x', 'raw', '1', 'deterministic', 1, '{}')"
+)
+
+
+def _insert_checks(conn: sa.Connection) -> tuple[list[str], list[str]]:
+    """(index definitions of ``artifact`` but its primary key, tables whose triggers are named
+    ``artifact_grounded_check`` and fire on INSERT)."""
+    indexes = conn.scalars(
+        sa.text("SELECT indexdef FROM pg_indexes WHERE tablename = 'artifact' AND indexname <> 'pk_artifact'")
+    ).all()
+    tables = conn.scalars(
+        sa.text(
+            "SELECT tgrelid::regclass::text FROM pg_trigger WHERE tgname = 'artifact_grounded_check'"
+            " AND tgtype & 4 = 4 ORDER BY 1"  # TRIGGER_TYPE_INSERT
+        )
+    ).all()
+    return sorted(indexes), list(tables)
+
+
+def test_0008_goes_back_to_the_per_artifact_check_and_forth(store: Store) -> None:
+    """At 0007 logical keys have 0001's B-tree and inserts are checked per artifact; at head a hash
+    index and the check of each statement's row of ``artifact_grounding_due``. Either way an
+    ungrounded artifact fails its COMMIT under the constraint's name."""
+    with store.engine.begin() as conn:
+        head = _insert_checks(conn)
+        command.downgrade(revision.alembic_config(conn), "0007")
+        before = _insert_checks(conn)
+    assert any("USING hash (logical_key)" in d for d in head[0])
+    assert head[1] == ["artifact_grounding_due"]
+    assert any("(kind, logical_key)" in d for d in before[0])
+    assert not any("hash (logical" in d for d in before[0])
+    assert before[1] == ["artifact"]
+    for target in ("0007", "head"):
+        with store.engine.begin() as conn:
+            command.upgrade(revision.alembic_config(conn), target)
+        with store.engine.connect() as conn:
+            conn.execute(UNGROUNDED_INSERT, {"aid": "f" * 64})
+            with pytest.raises(sa.exc.IntegrityError, match="artifact_grounded_check"):
+                conn.commit()
+    with store.engine.connect() as conn:
+        assert _insert_checks(conn) == head
