@@ -119,8 +119,9 @@ def _embedded_engine(env: KbEnv, server: EmbeddedServer, repo: Path) -> sa.Engin
     return sa.create_engine(server.uri(f"kb_{GitRepo.open(repo).key()}"))
 
 
+@pytest.mark.parametrize("processes", [0, 2])
 def test_killed_embedded_server_fails_the_run_cleanly_and_the_next_command_restarts_it(
-    tmp_path: Path, fault_repo: tuple[Path, Reference]
+    tmp_path: Path, fault_repo: tuple[Path, Reference], processes: int
 ) -> None:
     """SIGKILL on the embedded postmaster under a running ``kb index``: exit 3, one line; the next
     command starts a new server and indexes the commit exactly; afterwards no server is left."""
@@ -131,7 +132,7 @@ def test_killed_embedded_server_fails_the_run_cleanly_and_the_next_command_resta
     assert env.kb("index", repo, "--sha", first, "--no-verify").code == 0
     _leave(env, pgdata)
     assert live_postmasters(pgdata) == []
-    proc = spawn_kb(env, "index", repo, "--sha", second, "--no-verify")
+    proc = spawn_kb(env, "index", repo, "--sha", second, "--no-verify", "--processes", str(processes))
     wait_until(lambda: len(live_postmasters(pgdata)) > 0, "the embedded server to start", proc)
     probe = EmbeddedServer.start(pgdata)  # a second client, only to watch the store
     engine = _embedded_engine(env, probe, repo)
