@@ -318,3 +318,28 @@ def test_most_of_a_big_program_stale_resolves_everything(monkeypatch: pytest.Mon
     kept = _kept(base)
     assert _same_as_full(_program({**BASE, **EDITS["unrelated body"]}, 2), kept)[0].resolved == 1
     assert _same_as_full(_program({**BASE, **EDITS["result changes class"]}, 3), kept)[0].resolved is None
+
+
+def test_the_share_of_sites_to_resolve_again_is_judged_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_most_sites`` counts the files to resolve again before the whole program: for every set
+    of files of a program it answers what counting every file first answered, on either side of
+    the threshold (lowered here so that a small program crosses it)."""
+    from itertools import combinations
+
+    from kb_assets.core.callgraph.graph import _empty
+
+    files = {f"m{i}.py": "def f():\n    pass\n\n\ndef g():\n" + "    f()\n" * (i + 1) for i in range(5)}
+    graph, _ = _empty(program_from_files(files))
+    records = graph.evaluator.scopes.records
+    sites = {path: sum(len(rec.get("calls", ())) for rec in recs) for path, recs in records.items()}
+    total = sum(sites.values())
+    answers = set()
+    for minimum in (total // 2, total, total + 1):
+        monkeypatch.setattr(resolutions, "SHARE_MIN_SITES", minimum)
+        for size in range(len(sites) + 1):
+            for chosen in combinations(sorted(sites), size):
+                paths = set(chosen)
+                before = total >= minimum and sum(sites[p] for p in paths) > resolutions.STALE_SHARE * total
+                assert resolutions._most_sites(graph.evaluator, paths) == before, (minimum, paths)
+                answers.add(before)
+    assert answers == {True, False}

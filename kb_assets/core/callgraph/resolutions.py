@@ -248,11 +248,20 @@ def rebased(previous: Resolutions, files: tuple[str, ...]) -> Callable[[FileLog]
 
 def _most_sites(ev: Evaluator, paths: set[str]) -> bool:
     """Whether files to resolve again hold more than ``STALE_SHARE`` of a program's call sites,
-    on a program big enough for a forked copy to share a full build (``parts``)."""
+    on a program big enough for a forked copy to share a full build (``parts``). The files'
+    own sites are counted first: at most ``STALE_SHARE`` of ``SHARE_MIN_SITES`` (a commit's few
+    files) cannot be more than that share of such a program, and every file's sites are not
+    counted (~30 ms of each warm Django commit)."""
     records = ev.scopes.records
-    sites = {path: sum(len(rec.get("calls", ())) for rec in recs) for path, recs in records.items()}
-    total = sum(sites.values())
-    return total >= SHARE_MIN_SITES and sum(sites[path] for path in paths) > STALE_SHARE * total
+
+    def sites(path: str) -> int:
+        return sum(len(rec.get("calls", ())) for rec in records[path])
+
+    again = sum(sites(path) for path in paths)
+    if again <= STALE_SHARE * SHARE_MIN_SITES:
+        return False
+    total = sum(sites(path) for path in records)
+    return total >= SHARE_MIN_SITES and again > STALE_SHARE * total
 
 
 def callers(logs: Iterable[FileLog]) -> set[str]:

@@ -9,7 +9,7 @@ description also names its ``handler``, so readers that look units up by dotted 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from kb_assets.core.describe.targets import Target
 from kb_assets.core.llm.floor import Verdict
@@ -56,7 +56,7 @@ def description_payload(target: Target, reply: Reply, verdict: Verdict, *, model
 
 
 def description_artifact(
-    target: Target, payload: Mapping[str, JSON], *, model_id: str, occurrences: frozenset[tuple[str, str]]
+    target: Target, payload: Mapping[str, JSON], *, model_id: str, occurrences: Container[tuple[str, str]]
 ) -> Artifact:
     """The ``description`` artifact of ``target`` (grounded on the target's own spans)."""
     return model_artifact(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.grounding import check_grounding
@@ -87,7 +87,7 @@ def model_artifact(
     grounding: Sequence[Grounding],
     prompt_version: str,
     model_id: str,
-    occurrences: frozenset[tuple[str, str]],
+    occurrences: Container[tuple[str, str]],
 ) -> Artifact:
     """The content-addressed ``llm_grounded`` artifact (grounding checked against the commit)."""
     draft = Draft(kind=kind, logical_key=logical_key, payload=payload, grounding=tuple(grounding))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from kb_assets.core.ids import canonical_json
@@ -142,7 +142,7 @@ def decision_artifact(
     grounding: Sequence[Grounding],
     *,
     model_id: str,
-    occurrences: frozenset[tuple[str, str]],
+    occurrences: Container[tuple[str, str]],
 ) -> Artifact:
     """The ``decision`` artifact of commit ``sha``."""
     return model_artifact(
