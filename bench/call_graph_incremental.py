@@ -27,7 +27,7 @@ from kb_assets.core.blobs import analyze_blob, decode_facts, encode_facts
 from kb_assets.core.callgraph import graph
 from kb_assets.core.callgraph.graph import CallGraph
 from kb_assets.core.callgraph.resolutions import Resolutions
-from kb_assets.core.collector import tune_collector
+from kb_assets.core.collector import paused_gc, tune_collector
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
@@ -49,7 +49,7 @@ def shape(built: CallGraph) -> Any:
 
 def timed(previous: Resolutions | None, program: Any) -> tuple[CallGraph, Resolutions | None, float]:
     start = time.perf_counter()
-    with graph.paused_gc():
+    with paused_gc():
         built, kept = graph._build(program, previous=previous, keep=True)
     return built, kept, time.perf_counter() - start
 

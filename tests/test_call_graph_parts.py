@@ -22,6 +22,7 @@ from kb_assets.core.callgraph import parts
 from kb_assets.core.callgraph.graph import CallGraph, Edge
 from kb_assets.core.callgraph.index import Scopes
 from kb_assets.core.callgraph.resolutions import FileLog, Resolutions
+from kb_assets.core.collector import paused_gc
 from kb_assets.core.extractors.calls import EdgeDrafts
 from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.program import Program
@@ -105,10 +106,10 @@ def _compare_builds(fail: str | None) -> list[tuple[str, int, int, bool, bool, b
     out = []
     for name, program in _programs().items():
         n = len(list(Scopes(program).refs()))
-        with graph_module.paused_gc():
+        with paused_gc():
             whole, _ = graph_module._build(program, cut=n)
         for cut in sorted({0, 1, n // 3, n // 2, n - 1}):
-            with graph_module.paused_gc():
+            with paused_gc():
                 split, _ = graph_module._build(program, cut=cut)
             same = _shape(split) == _shape(whole)
             out.append((name, cut, n, split.helped, same, _ids(program, split) == _ids(program, whole)))
@@ -139,7 +140,7 @@ def _compare_kept() -> list[tuple[str, int, bool, bool]]:
     out = []
     for name, program in _programs().items():
         n = len(list(Scopes(program).refs()))
-        with graph_module.paused_gc():
+        with paused_gc():
             _, whole = graph_module._build(program, cut=n, keep=True)
             split_graph, split = graph_module._build(program, cut=n // 2, keep=True)
         out.append((name, n // 2, split_graph.helped, _logs(split) == _logs(whole)))

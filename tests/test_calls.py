@@ -9,7 +9,8 @@ from __future__ import annotations
 import gc
 from collections.abc import Mapping
 
-from kb_assets.core.callgraph.graph import CallGraph, build, paused_gc
+from kb_assets.core.callgraph.graph import CallGraph, build
+from kb_assets.core.collector import paused_gc
 from kb_assets.core.extractors.base import LocatedGrounding
 from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.grounding import build_artifacts

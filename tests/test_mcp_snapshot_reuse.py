@@ -93,3 +93,37 @@ def test_the_cache_builds_the_next_commit_from_the_last_one(history: tuple[sa.En
         assert first.loaded == len(first.entries)
         assert second.loaded < len(second.entries)
         assert cache.get(conn, shas[1]) is second
+
+
+def test_an_index_is_built_with_the_collector_paused_and_left_as_found(
+    history: tuple[sa.Engine, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``build_index`` pauses the cyclic collector while it builds (``paused_gc``) and gives it
+    back as it was: enabled with nothing frozen, or still disabled when the caller had disabled
+    it; the index is the same either way."""
+    import gc
+
+    from kb_mcp import snapshots
+
+    engine, shas = history
+    seen: list[bool] = []
+    build = snapshots._build_index
+
+    def watched(*args: object) -> SnapshotIndex:
+        seen.append(gc.isenabled())
+        return build(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(snapshots, "_build_index", watched)
+    with engine.connect() as conn:
+        assert gc.isenabled()
+        enabled = build_index(conn, shas[0])
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == 0
+        gc.disable()
+        try:
+            disabled = build_index(conn, shas[0])
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    assert seen == [False, False]
+    assert _shape(enabled) == _shape(disabled)

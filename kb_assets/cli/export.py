@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 
 from kb_assets.cli.session import indexed_sha, open_session
+from kb_assets.core.collector import paused_gc
 from kb_assets.core.errors import CheckFailedError
 from kb_assets.core.extractors.base import LocatedGrounding
 from kb_assets.core.models import JSON
@@ -56,7 +57,7 @@ def records(session_args: argparse.Namespace) -> Iterator[tuple[str, dict[str, J
     """(sha, export record) for every artifact of the selected snapshot, sorted by logical key."""
     session = open_session(session_args, read_only=True)
     sha = indexed_sha(session, session_args.sha)
-    with session.store.engine.connect() as conn:
+    with session.store.engine.connect() as conn, paused_gc():  # ~88k records and their grounding
         rows = reads.snapshot_records(conn, sha, session_args.kind)
     for rec in rows:
         yield (

@@ -19,7 +19,6 @@ depending on the order of resolution (``guards``).
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -57,6 +56,7 @@ from kb_assets.core.callgraph.values import (
     Span,
     union_spans,
 )
+from kb_assets.core.collector import paused_gc
 from kb_assets.core.forked import fork
 from kb_assets.core.models import JSON, Gap
 from kb_assets.core.program import Program
@@ -259,30 +259,6 @@ def build(program: Program) -> CallGraph:
     elif store is not None and kept is not None:
         store.save(kept)
     return graph
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: resolution allocates hundreds of thousands of small,
-    acyclic objects next to the program's facts, and each full collection would walk them all.
-
-    On the way out, what survived (the graph, the drafts) goes straight to the oldest generation
-    (``gc.freeze`` then ``gc.unfreeze``, which moves objects without examining them): else the
-    first allocation after resuming examines every one of them as a young object (about a second
-    on Django), and again on their way up a generation, which soon triggers a full collection of
-    the whole heap too. Garbage cycles made during the pause are still collected, by the next full
-    collection. Skipped when something else has frozen objects (``unfreeze`` would release them).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 def _build(

@@ -24,8 +24,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph, paused_gc
+from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph
 from kb_assets.core.callgraph.values import FORMS, Span
+from kb_assets.core.collector import paused_gc
 from kb_assets.core.extractors.base import Extraction
 from kb_assets.core.extractors.calls import CallsExtractor, EdgeDrafts
 from kb_assets.core.extractors.registry import parser_version

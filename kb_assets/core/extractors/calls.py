@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 from kb_assets.core.callgraph.collect import collect_calls
-from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph, paused_gc
+from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph
 from kb_assets.core.callgraph.index import FACTS_ID
 from kb_assets.core.callgraph.values import form_names
+from kb_assets.core.collector import paused_gc
 from kb_assets.core.extractors.base import Draft, Extraction, LocatedGrounding, OnDemandDrafts
 from kb_assets.core.models import JSON, Grounding
 from kb_assets.core.program import Program
