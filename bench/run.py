@@ -144,10 +144,16 @@ def git(repo: Path, *args: str) -> str:
 
 
 def corpus(work: Path, requirement: str) -> Path:
-    """The sdist of ``requirement`` unpacked and committed as a git repository (cached)."""
+    """The sdist of ``requirement`` unpacked and committed as a git repository (cached), with
+    ``main`` checked out at that commit and nothing else in the tree: the figures commit on top of
+    it, and a cached corpus that kept an earlier run's commits was a larger tree to index each
+    time (Django: 2,826 files instead of 2,823 after a few ``make bench``)."""
     name = requirement.replace("==", "-")
     repo = work / name
     if (repo / ".git").exists():
+        sdist = git(repo, "rev-list", "--max-parents=0", "HEAD").splitlines()[0]
+        git(repo, "checkout", "-q", "-f", "-B", "main", sdist)
+        git(repo, "clean", "-q", "-f", "-d", "-x")
         return repo
     sdists = work / "sdists"
     sdists.mkdir(parents=True, exist_ok=True)
