@@ -4,31 +4,17 @@ without a key it says so and exits 0 (non-gating)."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.benchmodules import bench_module
 from tests.kbfixtures import KbEnv
 from tests.llmfixtures import build_shop
 from tests.llmservers import fake_anthropic, user_text
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "ab.py"
-
-
-def _bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kb_bench_ab", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "kb_bench_ab", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def _reply(body: dict[str, Any]) -> Any:
@@ -51,7 +37,7 @@ def _run(kb_env: KbEnv, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[in
         monkeypatch.setenv(name, value)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = _bench(monkeypatch).main(list(argv))
+        code = bench_module("ab", monkeypatch).main(list(argv))
     return code, out.getvalue()
 
 

@@ -3,31 +3,17 @@ on top of it (and anything a killed run left in the tree) are gone when the next
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def _run_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCH))
-    spec = importlib.util.spec_from_file_location("kb_bench_run", BENCH / "run.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "kb_bench_run", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from tests.benchmodules import bench_module
 
 
 def test_a_cached_corpus_is_taken_back_to_its_sdist_commit(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    run = _run_module(monkeypatch)
+    run = bench_module("run", monkeypatch)
     repo = tmp_path / "lib-1.0"
     (repo / "lib").mkdir(parents=True)
     (repo / "lib" / "core.py").write_text("def f():\n    return 1\n" + "# padding\n" * 300)

@@ -12,15 +12,11 @@ from kb_assets.core.models import Artifact, Grounding, Method
 from kb_resources.store import writes
 from kb_resources.store.engine import Store
 from kb_resources.store.schema import artifact, artifact_derived_from
-from tests.storefixtures import grounded, seed_commit, sha_of, span
+from tests.storefixtures import RAW_ARTIFACT, grounded, seed_commit, sha_of, span
 
 SHA = sha_of("c1")
 ALPHA = span("alpha", 1, 3)
 BETA = span("beta", 5, 9)
-RAW_ARTIFACT = sa.text(
-    "INSERT INTO artifact (artifact_id, kind, logical_key, extractor_id, extractor_version, method,"
-    " confidence, payload) VALUES (:aid, 'call_edge', 'call:raw', 'raw', '1', 'deterministic', 1, '{}')"
-)
 
 
 @pytest.fixture

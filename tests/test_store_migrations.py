@@ -18,7 +18,7 @@ from kb_resources.store.schema import metadata
 from kb_resources.store.session_locks import MIGRATION_LOCK_KEY
 from kb_resources.store.target import parse_store_url
 from tests.conftest import SettingsFactory
-from tests.storefixtures import contending_processes
+from tests.storefixtures import RAW_ARTIFACT, contending_processes
 
 MIGRATE_IN_SUBPROCESS = """
 import sys
@@ -214,12 +214,6 @@ def test_0007_only_reorders_the_grounding_checks_probes(store: Store) -> None:
     assert sorted(head.split()) == sorted(before.split())
 
 
-UNGROUNDED_INSERT = sa.text(
-    "INSERT INTO artifact (artifact_id, kind, logical_key, extractor_id, extractor_version, method,"
-    " confidence, payload) VALUES (:aid, 'call_edge', 'call:x', 'raw', '1', 'deterministic', 1, '{}')"
-)
-
-
 def _insert_checks(conn: sa.Connection) -> tuple[list[str], list[str]]:
     """(index definitions of ``artifact`` but its primary key, tables whose triggers are named
     ``artifact_grounded_check`` and fire on INSERT)."""
@@ -252,7 +246,7 @@ def test_0008_goes_back_to_the_per_artifact_check_and_forth(store: Store) -> Non
         with store.engine.begin() as conn:
             command.upgrade(revision.alembic_config(conn), target)
         with store.engine.connect() as conn:
-            conn.execute(UNGROUNDED_INSERT, {"aid": "f" * 64})
+            conn.execute(RAW_ARTIFACT, {"aid": "f" * 64})
             with pytest.raises(sa.exc.IntegrityError, match="artifact_grounded_check"):
                 conn.commit()
     with store.engine.connect() as conn:
