@@ -17,7 +17,7 @@ import dagster as dg
 from kb_assets.assets.evaluations import passed_on_newest
 from kb_assets.assets.metadata import indexed_base
 from kb_assets.core.extractors.base import Extractor
-from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_assets.core.extractors.registry import EXTRACTORS, levels
 from kb_assets.partitions import commits
 from kb_gates import gates, verdicts
 from kb_resources.resources import KnowbaseResource
@@ -71,47 +71,66 @@ def concluded(
     """Each check's verdict, in ``checks`` order.
 
     The checks that run beside others at ``sha`` (``Check.concurrent``: store reads, a query and
-    its validation, or a sample of blobs parsed again) run together first, one thread and
-    connection each, so that the server answers them on both cores. The others run afterwards in
-    this thread, alone: a recomputation may fork a copy of the process, which ``forked.can_fork``
-    allows only to a process with one thread. A check that raises stops the iteration at its
-    place in the order, as it would one after the other.
+    its validation, or a sample of blobs parsed again) run together first, at most
+    ``CHECK_THREADS`` at a time, one thread and connection each, so that the server answers them
+    on both cores. The others run afterwards in this thread, alone: a recomputation may fork a
+    copy of the process, which ``forked.can_fork`` allows only to a process with one thread. A
+    check that raises stops the iteration at its place in the order, as it would one after the
+    other.
     """
     shared = [c for c in checks if c.runs_beside_others(h, sha)]
     found: dict[int, Future[verdicts.Verdict]] = {}
     if len(shared) > 1:
         h.engine(), h.git()  # made here: ``KnowbaseResource`` caches them per process, unlocked
-        with ThreadPoolExecutor(len(shared), thread_name_prefix="kb-check") as pool:
+        threads = min(len(shared), CHECK_THREADS)
+        with ThreadPoolExecutor(threads, thread_name_prefix="kb-check") as pool:
             found = {id(c): pool.submit(c.verdict, h, sha, base) for c in shared}
     for check in checks:
         future = found.get(id(check))
         yield check.verdict(h, sha, base) if future is None else future.result()
 
 
+CHECK_THREADS = 6
+"""Checks of one step running at once: the extractors' step holds up to 18 that read the store,
+and more threads than this only queue at the server's two cores and the engine's pool."""
+
 Base = Callable[[dg.AssetCheckExecutionContext, KnowbaseResource], str | None]
 """Which published commit a step's checks read against (None: everything is checked)."""
 
+Targets = Sequence[tuple[str, Sequence[Check]]]
+"""The assets a step checks, each with its checks."""
 
-def _step(asset: str, checks: Sequence[Check], base: Base) -> dg.AssetChecksDefinition:
-    """An asset's checks evaluated in one step (``multi_asset_check``): each step of a run costs
-    Dagster ~10-25 ms of events and provenance reads on PostgreSQL storage, so one step per asset
-    (9 check steps instead of 27: a cold one-file Django commit's Dagster run 6.53/6.81 ->
-    6.27/6.36 s). Each check is still its own key with its own result, severity and blocking rule."""
+
+def _step(name: str, targets: Targets, base: Base) -> dg.AssetChecksDefinition:
+    """The checks of ``targets``' assets evaluated in one step (``multi_asset_check``): each step of
+    a run costs Dagster ~10-25 ms of events and provenance reads on PostgreSQL storage, and the
+    steps of a run execute one after the other, so the assets that can be checked together are
+    (one step per asset instead of one per check took a cold one-file Django commit's Dagster
+    run from 6.53/6.81 to 6.27/6.36 s; one step for the extractors that read no other asset,
+    ``extractor_checks``, see the README). Each check is still its own key with its own result,
+    severity and blocking rule, and a run that selects some of the assets evaluates their checks
+    only."""
     specs = [
-        dg.AssetCheckSpec(
-            c.name, asset=asset, description=c.description, blocking=c.blocking, partitions_def=commits
+        (
+            dg.AssetCheckSpec(
+                c.name, asset=asset, description=c.description, blocking=c.blocking, partitions_def=commits
+            ),
+            c,
         )
+        for asset, checks in targets
         for c in checks
     ]
 
-    @dg.multi_asset_check(name=f"{asset}_invariants", specs=specs)
+    @dg.multi_asset_check(name=name, specs=[spec for spec, _ in specs], can_subset=len(targets) > 1)
     def invariants(
         context: dg.AssetCheckExecutionContext, kb: KnowbaseResource
     ) -> Iterator[dg.AssetCheckResult]:
-        """The asset's invariant checks at the partition's commit, one result each."""
+        """The invariant checks of the assets at the partition's commit, one result each."""
+        selected = context.selected_asset_check_keys
+        chosen = [(spec, check) for spec, check in specs if spec.key in selected]
         against = base(context, kb)
-        found = concluded(checks, kb, context.partition_key, against)
-        for spec, verdict in zip(specs, found, strict=True):
+        found = concluded([check for _, check in chosen], kb, context.partition_key, against)
+        for (spec, _), verdict in zip(chosen, found, strict=True):
             yield _result(spec.key, verdict)
 
     return invariants
@@ -135,10 +154,23 @@ def _proven_orphan_free(context: dg.AssetCheckExecutionContext, kb: KnowbaseReso
     return base if base is not None and passed_on_newest(context.instance, ZERO_ORPHANS, base) else None
 
 
-def extractor_checks(extractor: Extractor) -> list[dg.AssetChecksDefinition]:
-    """Blocking invariant checks on one extractor's asset, evaluated in one step
-    (``extractor_check_list``)."""
-    return [_step(extractor.asset_name, extractor_check_list(extractor), _indexed)]
+def extractor_checks(extractors: tuple[Extractor, ...] = EXTRACTORS) -> list[dg.AssetChecksDefinition]:
+    """Blocking invariant checks on the extractors' assets (``extractor_check_list``): one step
+    (``extractors_invariants``) for every extractor that reads no other's asset, then one per
+    level of those that do (``levels``; a step named after its asset when it checks one). One
+    step cannot check an asset and another that reads it: the reader waits for the blocking
+    checks of what it reads."""
+    steps = []
+    for n, level in enumerate(levels(extractors)):
+        targets = [(ex.asset_name, extractor_check_list(ex)) for ex in level]
+        several = EXTRACTORS_STEP + (f"_{n}" if n else "")
+        name = f"{level[0].asset_name}_invariants" if len(level) == 1 else several
+        steps.append(_step(name, targets, _indexed))
+    return steps
+
+
+EXTRACTORS_STEP = "extractors_invariants"
+"""The step that checks the extractors that read no other's asset."""
 
 
 def extractor_check_list(extractor: Extractor) -> list[Check]:
@@ -199,7 +231,7 @@ SPAN_CHECKS = [
 ]
 """The checks of ``code_spans``."""
 
-span_checks = _step("code_spans", SPAN_CHECKS, _proven)
+span_checks = _step("code_spans_invariants", [("code_spans", SPAN_CHECKS)], _proven)
 
 SNAPSHOT_CHECKS = [
     Check(
@@ -222,15 +254,14 @@ SNAPSHOT_CHECKS = [
 ]
 """The checks of ``knowledge_snapshot``."""
 
-snapshot_checks = _step("knowledge_snapshot", SNAPSHOT_CHECKS, _proven_orphan_free)
+snapshot_checks = _step(
+    "knowledge_snapshot_invariants", [("knowledge_snapshot", SNAPSHOT_CHECKS)], _proven_orphan_free
+)
 
 
 def all_checks() -> list[dg.AssetChecksDefinition]:
     """Every asset check of the Definitions."""
-    checks = [span_checks, snapshot_checks]
-    for ex in EXTRACTORS:
-        checks.extend(extractor_checks(ex))
-    return checks
+    return [span_checks, snapshot_checks, *extractor_checks()]
 
 
 @functools.cache

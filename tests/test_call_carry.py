@@ -273,6 +273,38 @@ def test_a_watch_keeps_its_carry_in_memory_and_reads_the_file_once(tmp_path: Pat
     assert not outside.resolve(program_from_files(V1)).reused
 
 
+def _staged_kept(kept: EdgeCarry, files: Mapping[str, str], path: Path) -> None:
+    """One commit of ``files`` through a watch's kept carry, around a stand-in for the staging."""
+    program = program_from_files(files)
+    drafts = kept.resolve(program).extraction.drafts
+    with carries.remembering(kept, program, [a.artifact_id for a in _built(program, drafts)], path, "store"):
+        pass
+
+
+def test_a_watch_writes_its_kept_carry_once_its_round_is_published(tmp_path: Path) -> None:
+    """Within ``carried_between_commits`` a commit's staging leaves the kept carry remembering it
+    and the file as it was; ``write_kept`` (the end of a watch's round) writes it once, and
+    leaving the watch writes what is still unwritten."""
+    path = tmp_path / "carry" / "repo.calls"
+    side = {**V1, **EDITS[0][1]}
+    with carries.carried_between_commits():
+        kept = carries.open_carry(CallsExtractor(), path)
+        assert kept is not None
+        _staged_kept(kept, V1, path)
+        assert kept.remembers
+        assert not path.exists()
+        carries.write_kept()
+        assert path.is_file()
+        path.unlink()
+        carries.write_kept()  # nothing new since
+        assert not path.exists()
+        _staged_kept(kept, side, path)
+        assert not path.exists()
+    read = carries.open_carry(CallsExtractor(), path)
+    assert read is not None
+    assert read.resolve(program_from_files(side)).reused
+
+
 # --- through the store -------------------------------------------------------------------------
 
 

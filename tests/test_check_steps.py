@@ -7,13 +7,15 @@ import hashlib
 import subprocess
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from kb_assets.cli.instance import open_instance
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
+from kb_assets.definitions import build_definitions
 from kb_assets.indexing.extract import ids_digest
 from kb_gates import gates
-from kb_gates.checks import all_checks
+from kb_gates.checks import EXTRACTORS_STEP, all_checks, extractor_check_list
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
@@ -45,15 +47,20 @@ def _newest_run(env: KbEnv, repo: Path) -> tuple[set[str], dict[str, bool]]:
             instance.dispose()
 
 
-def test_each_assets_checks_run_as_one_step_and_report_one_result_each(kb_env: KbEnv, tmp_path: Path) -> None:
-    """An index run has one step per asset and one per asset's checks (not one per check), and
-    every check of the Definitions on those assets is evaluated once, under its own key."""
+def test_the_checks_run_in_one_step_per_asset_or_level_and_report_one_result_each(
+    kb_env: KbEnv, tmp_path: Path
+) -> None:
+    """An index run has one step per asset and, for the checks (not one per check): one step for
+    the spans, one for the snapshot, one for every extractor that reads no other's asset and one
+    for the process paths (which read the call edges: they wait for those checks); every check
+    of the Definitions on those assets is evaluated once, under its own key."""
     repo = tmp_path / "history"
     sha = build_repo(FIXTURES / "history", repo)[0]
     assert kb_env.kb("index", repo, "--sha", sha, "--no-verify").code == 0
     steps, evaluations = _newest_run(kb_env, repo)
     checked = {key for check in all_checks() for key in check.check_keys}
-    assert steps == ASSETS | {f"{asset}_invariants" for asset in ASSETS - {"commit_tree"}}
+    check_steps = {"code_spans_invariants", "knowledge_snapshot_invariants", EXTRACTORS_STEP}
+    assert steps == ASSETS | check_steps | {"process_paths_invariants"}
     assert set(evaluations) == {f"{k.asset_key.to_user_string()}.{k.name}" for k in checked}
     assert all(evaluations.values()), evaluations
 
@@ -61,10 +68,10 @@ def test_each_assets_checks_run_as_one_step_and_report_one_result_each(kb_env: K
 def test_a_check_that_raises_fails_its_step_and_nothing_is_published(
     kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A check that raises instead of answering fails the step of its asset's checks, after the
-    results it already gave: the grounded check of the first extractor checked is recorded, that
-    extractor's later checks are not reported, the run stops there (exit 1 naming the error) and
-    the snapshot is not published."""
+    """A check that raises instead of answering fails the extractors' check step after the
+    results before it in the declared order: the grounded check of the first extractor is
+    recorded, no later check is reported, the run stops there (exit 1 naming the error) and the
+    snapshot is not published."""
     repo = tmp_path / "history"
     sha = build_repo(FIXTURES / "history", repo)[0]
 
@@ -77,15 +84,48 @@ def test_a_check_that_raises_fails_its_step_and_nothing_is_published(
     assert failed.code == 1
     assert "the reproducibility gate broke" in failed.stderr
     steps, evaluations = _newest_run(kb_env, repo)
-    ran = [ex.asset_name for ex in EXTRACTORS if f"{ex.asset_name}_invariants" in steps]
-    assert len(ran) == 1, steps  # the run stops at the first failed step
-    assert evaluations[f"{ran[0]}.every_artifact_grounded"] is True
-    assert f"{ran[0]}.ids_reproducible" not in evaluations
-    assert f"{ran[0]}.artifact_frame_valid" not in evaluations
+    assert EXTRACTORS_STEP in steps
+    assert "process_paths_invariants" not in steps  # the run stops at the failed step
+    first = EXTRACTORS[0].asset_name
+    extractor_assets = {ex.asset_name for ex in EXTRACTORS}
+    reported = {key for key in evaluations if key.split(".")[0] in extractor_assets}
+    assert reported == {f"{first}.every_artifact_grounded"}, evaluations
+    assert evaluations[f"{first}.every_artifact_grounded"] is True
     assert "knowledge_snapshot" not in steps
     settings = load_settings(kb_env.environ)
     with open_store(settings, GitRepo.open(repo).key()) as store, store.engine.connect() as conn:
         assert not reads.snapshot_artifact_ids(conn, sha)
+
+
+def test_an_extractor_materialized_alone_has_only_its_own_checks_evaluated(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Materializing one extractor's asset (as from the UI) runs the extractors' check step for
+    that asset's checks only, and they pass."""
+    repo = tmp_path / "history"
+    sha = build_repo(FIXTURES / "history", repo)[0]
+    assert kb_env.kb("index", repo, "--sha", sha, "--no-verify").code == 0
+    for key, value in kb_env.environ.items():
+        monkeypatch.setenv(key, value)
+    asset = EXTRACTORS[0].asset_name
+    settings = load_settings(kb_env.environ)
+    with open_store(settings, GitRepo.open(repo).key()) as store:
+        instance = open_instance(settings, store)
+        try:
+            defs = build_definitions(settings.with_db_url(store.real_url), repo=str(repo))
+            result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+                partition_key=sha, instance=instance, asset_selection=[dg.AssetKey(asset)]
+            )
+        finally:
+            instance.dispose()
+    assert result.success
+    data = [
+        e.asset_check_evaluation_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    evaluated = {f"{d.asset_key.to_user_string()}.{d.check_name}": d.passed for d in data}
+    assert evaluated == {f"{asset}.{check.name}": True for check in extractor_check_list(EXTRACTORS[0])}
 
 
 def test_the_spans_data_version_names_the_commits_files_and_blobs(kb_env: KbEnv, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from kb_assets.core.extractors.base import Extractor
-from kb_assets.core.extractors.registry import EXTRACTORS
+from kb_assets.core.extractors.registry import EXTRACTORS, upstream_assets
 from kb_assets.indexing.carries import carry_file
 from kb_assets.indexing.extract import extract_commit
 from kb_assets.indexing.load import load_program
@@ -24,7 +24,7 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
     @dg.asset(
         name=extractor.asset_name,
         partitions_def=commits,
-        deps=["code_spans", *_upstream(extractor)],
+        deps=["code_spans", *upstream_assets(extractor)],
         group_name="knowledge",
         code_version=extractor.version,
         description=extractor.description,
@@ -43,12 +43,6 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         )
 
     return _asset
-
-
-def _upstream(extractor: Extractor) -> list[str]:
-    """Registered assets an extractor reads the output of (its optional ``upstream``)."""
-    registered = {ex.asset_name for ex in EXTRACTORS}
-    return [name for name in getattr(extractor, "upstream", ()) if name in registered]
 
 
 extractor_assets: list[dg.AssetsDefinition] = [extractor_asset(ex) for ex in EXTRACTORS]

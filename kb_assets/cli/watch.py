@@ -20,7 +20,7 @@ from kb_assets.cli.session import Session, open_session
 from kb_assets.core.callgraph.graph import kept_resolutions
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
-from kb_assets.indexing.carries import carried_between_commits
+from kb_assets.indexing.carries import carried_between_commits, write_kept
 from kb_assets.indexing.follow import BranchPlan, plan_branches, watched_branches
 from kb_assets.indexing.watch_gate import WatchGate
 from kb_resources.git.repo import GitRepo
@@ -107,6 +107,7 @@ def _round(session: Session, branches: list[str], max_catchup: int) -> bool:
         if cursor is not None and cursor != cursors.get(plan.branch):
             with session.store.engine.begin() as conn:
                 writes.set_branch(conn, plan.branch, cursor)
+    write_kept()  # once the round's commits are published, not on each one's way there
     return failed
 
 

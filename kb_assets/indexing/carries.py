@@ -4,7 +4,9 @@ Every run (``kb index``, a run the branch sensor launched, each commit of ``kb w
 them in a file per repository under ``KB_HOME`` (``carry/<repo key>.calls``, ~10 MB for Django),
 read by the next run whatever commit it indexes: an entry only says which id an edge of given
 fields over given blobs has, which is true of any commit. ``kb watch`` also keeps the carry in
-memory between its commits (``carried_between_commits``), so it reads the file once. A missing,
+memory between its commits (``carried_between_commits``), so it reads the file once, and writes
+it once a round's commits are published (``write_kept``), not on each commit's way to its
+snapshot (~0.1 s of a warm Django commit). A missing,
 unreadable or outdated file (another ``call_carry.stamp``) is an empty carry; writing it
 is best effort, since it only saves the next run some work.
 """
@@ -30,19 +32,32 @@ _kept: EdgeCarry | None = None
 """The carry kept in memory by ``carried_between_commits`` (None until its first commit)."""
 _stored_in: str | None = None
 """The store holding every id the kept carry remembers (``mark_staged``)."""
+_unwritten: Path | None = None
+"""Where the kept carry is to be written: it remembers a commit the file does not (``write_kept``)."""
 
 
 @contextmanager
 def carried_between_commits() -> Iterator[None]:
     """Within: the carry stays in memory from each commit this process indexes to the next
-    (``kb watch``); the file is read at the first commit only, and still written after each."""
-    global _watching, _kept, _stored_in
-    previous = _watching, _kept, _stored_in
-    _watching, _kept, _stored_in = True, None, None
+    (``kb watch``); the file is read at the first commit only, and written by ``write_kept``
+    and on the way out."""
+    global _watching, _kept, _stored_in, _unwritten
+    previous = _watching, _kept, _stored_in, _unwritten
+    _watching, _kept, _stored_in, _unwritten = True, None, None, None
     try:
         yield
     finally:
-        _watching, _kept, _stored_in = previous
+        write_kept()
+        _watching, _kept, _stored_in, _unwritten = previous
+
+
+def write_kept() -> None:
+    """Write the kept carry to its file if it remembers a commit the file does not (best effort,
+    as ``keep_carry``): ``kb watch`` calls it when a round's commits are published."""
+    global _unwritten
+    path, _unwritten = _unwritten, None
+    if path is not None and _kept is not None:
+        keep_carry(_kept, path)
 
 
 def carry_file(kb_home: Path, repo_key: str) -> Path:
@@ -99,12 +114,13 @@ def remembering(
     for the next run.
 
     A watch's kept carry does so after the staging, in this process: its next commit reads it
-    from memory. A carry read from the file is only written back, so a forked copy of the process
-    signs the new edges and writes the file while this one stages (on a full Django index all
-    75,908 edges are new: ~0.3 s of signing and ~0.1 s of writing that no longer wait for each
-    other and the staging); if no copy can be made, or it fails, this process does it after the
-    staging. The file may then be written even if the staging fails: a carry read from a file is
-    always checked against the store (``known_stored``), and its ids are stored artifacts.
+    from memory, and the file is written later (``write_kept``). A carry read from the file is
+    only written back, so a forked copy of the process signs the new edges and writes the file
+    while this one stages (on a full Django index all 75,908 edges are new: ~0.3 s of signing and
+    ~0.1 s of writing that no longer wait for each other and the staging); if no copy can be
+    made, or it fails, this process does it after the staging. The file may then be written even
+    if the staging fails: a carry read from a file is always checked against the store
+    (``known_stored``), and its ids are stored artifacts.
     """
     kept = carry is _kept or path is None
     writer = None if kept else forked.fork(partial(_remember_and_keep, carry, program, drafted, path))
@@ -112,8 +128,19 @@ def remembering(
         yield
         done = writer.result() if writer is not None else None
     if done is None:
-        _remember_and_keep(carry, program, drafted, path)
+        if carry is _kept:
+            _remember_kept(carry, program, drafted, path)
+        else:
+            _remember_and_keep(carry, program, drafted, path)
         mark_staged(carry, store)  # the kept carry's ids are now staged in ``store``
+
+
+def _remember_kept(carry: EdgeCarry, program: Program, drafted: Sequence[str], path: Path | None) -> None:
+    """The kept carry remembers the commit; its file is written later (``write_kept``)."""
+    global _unwritten  # noqa: PLW0603 - see carried_between_commits
+    carry.remember(program, drafted)
+    if path is not None:
+        _unwritten = path
 
 
 def _remember_and_keep(carry: EdgeCarry, program: Program, drafted: Sequence[str], path: Path | None) -> bool:

@@ -47,6 +47,28 @@ def extractor_for_kind(kind: str) -> Extractor | None:
     return next((ex for ex in EXTRACTORS if ex.kind == kind), None)
 
 
+def upstream_assets(ex: Extractor, extractors: tuple[Extractor, ...] = EXTRACTORS) -> tuple[str, ...]:
+    """The assets of ``extractors`` whose output ``ex`` reads (its optional ``upstream``)."""
+    registered = {other.asset_name for other in extractors}
+    return tuple(name for name in getattr(ex, "upstream", ()) if name in registered)
+
+
+def levels(extractors: tuple[Extractor, ...] = EXTRACTORS) -> list[tuple[Extractor, ...]]:
+    """The extractors by depth, in registry order within each: those that read no other's asset,
+    then those that read only the first level's, and so on (ValueError on a cycle)."""
+    placed: set[str] = set()
+    remaining, found = list(extractors), []
+    while remaining:
+        level = tuple(ex for ex in remaining if placed.issuperset(upstream_assets(ex, extractors)))
+        if not level:
+            cycle = [e.asset_name for e in remaining]
+            raise ValueError(f"extractors read each other's assets in a cycle: {cycle}")
+        found.append(level)
+        placed.update(ex.asset_name for ex in level)
+        remaining = [ex for ex in remaining if ex not in level]
+    return found
+
+
 def parser_version(
     extractors: tuple[Extractor, ...] = EXTRACTORS, collectors: tuple[Collector, ...] = COLLECTORS
 ) -> str:
