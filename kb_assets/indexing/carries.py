@@ -6,9 +6,9 @@ read by the next run whatever commit it indexes: an entry only says which id an 
 fields over given blobs has, which is true of any commit. ``kb watch`` also keeps the carry in
 memory between its commits (``carried_between_commits``), so it reads the file once, and writes
 it once a round's commits are published (``write_kept``), not on each commit's way to its
-snapshot (~0.1 s of a warm Django commit). A missing,
-unreadable or outdated file (another ``call_carry.stamp``) is an empty carry; writing it
-is best effort, since it only saves the next run some work.
+snapshot (~0.1 s of a warm Django commit). A missing, unreadable or outdated file (another
+``call_carry.stamp``) is an empty carry; writing it is best effort, since it only saves the next
+run some work.
 """
 
 from __future__ import annotations
