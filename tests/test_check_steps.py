@@ -7,12 +7,10 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
 from kb_assets.cli.instance import open_instance
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
-from kb_assets.definitions import build_definitions
 from kb_assets.indexing.extract import ids_digest
 from kb_gates import gates
 from kb_gates.checks import EXTRACTORS_STEP, all_checks, extractor_check_list
@@ -20,6 +18,7 @@ from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
 from kb_resources.store.engine import open_store
+from tests.dagsterruns import materialize_alone
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
 
@@ -105,27 +104,10 @@ def test_an_extractor_materialized_alone_has_only_its_own_checks_evaluated(
     repo = tmp_path / "history"
     sha = build_repo(FIXTURES / "history", repo)[0]
     assert kb_env.kb("index", repo, "--sha", sha, "--no-verify").code == 0
-    for key, value in kb_env.environ.items():
-        monkeypatch.setenv(key, value)
     asset = EXTRACTORS[0].asset_name
-    settings = load_settings(kb_env.environ)
-    with open_store(settings, GitRepo.open(repo).key()) as store:
-        instance = open_instance(settings, store)
-        try:
-            defs = build_definitions(settings.with_db_url(store.real_url), repo=str(repo))
-            result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
-                partition_key=sha, instance=instance, asset_selection=[dg.AssetKey(asset)]
-            )
-        finally:
-            instance.dispose()
-    assert result.success
-    data = [
-        e.asset_check_evaluation_data
-        for e in result.all_events
-        if e.event_type_value == "ASSET_CHECK_EVALUATION"
-    ]
-    evaluated = {f"{d.asset_key.to_user_string()}.{d.check_name}": d.passed for d in data}
-    assert evaluated == {f"{asset}.{check.name}": True for check in extractor_check_list(EXTRACTORS[0])}
+    assert materialize_alone(kb_env, repo, sha, asset, monkeypatch).success
+    _, evaluations = _newest_run(kb_env, repo)
+    assert evaluations == {f"{asset}.{check.name}": True for check in extractor_check_list(EXTRACTORS[0])}
 
 
 def test_the_spans_data_version_names_the_commits_files_and_blobs(kb_env: KbEnv, tmp_path: Path) -> None:

@@ -7,44 +7,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
-from kb_assets.cli.instance import open_instance
 from kb_assets.core.errors import UnprovenSnapshotError
 from kb_assets.core.proof import CheckEvidence, unproven
-from kb_assets.definitions import build_definitions
 from kb_gates import gates
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
 from kb_resources.store.engine import open_store
+from tests.dagsterruns import materialize_alone
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
-
-def _snapshot_alone(
-    env: KbEnv, repo: Path, sha: str, monkeypatch: pytest.MonkeyPatch
-) -> dg.ExecuteInProcessResult:
-    """Materialize only ``knowledge_snapshot`` of ``sha`` on the persistent instance, as the UI would."""
-    for key, value in env.environ.items():
-        monkeypatch.setenv(key, value)
-    settings = load_settings(env.environ)
-    with open_store(settings, GitRepo.open(repo).key()) as store:
-        instance = open_instance(settings, store)
-        try:
-            defs = build_definitions(settings.with_db_url(store.real_url), repo=str(repo))
-            job = defs.resolve_implicit_global_asset_job_def()
-            return job.execute_in_process(
-                partition_key=sha,
-                instance=instance,
-                asset_selection=[dg.AssetKey("knowledge_snapshot")],
-                raise_on_error=False,
-            )
-        finally:
-            instance.dispose()
 
 
 def _published(env: KbEnv, repo: Path, sha: str) -> bool:
@@ -66,7 +42,7 @@ def test_the_snapshot_alone_refuses_staged_knowledge_whose_blocking_check_failed
     assert failed.code == 1, failed.stderr
     assert not _published(kb_env, repo, sha)
 
-    result = _snapshot_alone(kb_env, repo, sha, monkeypatch)
+    result = materialize_alone(kb_env, repo, sha, "knowledge_snapshot", monkeypatch)
     assert not result.success
     failure = result.get_step_failure_events()[0].step_failure_data
     cause = failure.error.cause if failure.error is not None else None
@@ -89,7 +65,7 @@ def test_the_snapshot_alone_publishes_what_its_checks_passed(
     repo = tmp_path / "history"
     sha = build_repo(FIXTURES / "history", repo)[0]
     assert kb_env.kb("index", repo, "--sha", sha).code == 0
-    assert _snapshot_alone(kb_env, repo, sha, monkeypatch).success
+    assert materialize_alone(kb_env, repo, sha, "knowledge_snapshot", monkeypatch).success
     assert _published(kb_env, repo, sha)
 
 
