@@ -26,7 +26,6 @@ from kb_assets.core.summary import IndexStats
 from kb_assets.indexing.prefetch import prefetching
 from kb_assets.indexing.progress import set_reporter
 from kb_gates.check_process import CHECK_PROCESS
-from kb_resources.settings import Settings
 from kb_resources.store import reads
 from kb_resources.store.failures import lost_store
 
@@ -173,27 +172,21 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
         set_reporter(None)
 
 
-_opened: tuple[Session, Settings, Any, Any] | None = None
-"""The last session's instance and Definitions (``instance_and_definitions``)."""
-
-
 def instance_and_definitions(session: Session) -> tuple[Any, Any]:
-    """The persistent instance and the Definitions that ``session``'s runs go through, opened once
-    per session (and settings). ``kb watch`` runs the index job once per commit: opening both
-    again each time cost ~0.07 s before the run, and the fresh instance's storages opened their
-    pooled connections again during it."""
-    global _opened  # noqa: PLW0603 - one process-wide memo, like the call graph's
-    if _opened is not None and _opened[0] is session and _opened[1] == session.settings:
-        return _opened[2], _opened[3]
-    from kb_assets.cli.instance import open_instance  # Dagster is imported only when a job runs
-    from kb_assets.definitions import build_definitions
+    """The persistent instance and the Definitions that ``session``'s runs go through, opened on
+    its first run and kept on the session. ``kb watch`` runs the index job once per commit:
+    opening both again each time cost ~0.07 s before the run, and the fresh instance's storages
+    opened their pooled connections again during it."""
+    if session.runs is None:
+        from kb_assets.cli.instance import open_instance  # Dagster is imported only when a job runs
+        from kb_assets.definitions import build_definitions
 
-    instance = open_instance(session.settings, session.store)
-    defs = build_definitions(
-        session.settings.with_db_url(session.store.real_url), repo=str(session.repo.root)
-    )
-    _opened = (session, session.settings, instance, defs)
-    return instance, defs
+        instance = open_instance(session.settings, session.store)
+        defs = build_definitions(
+            session.settings.with_db_url(session.store.real_url), repo=str(session.repo.root)
+        )
+        session.runs = (instance, defs)
+    return session.runs
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from kb_assets.core.errors import BadInputError, NotIndexedError, SchemaMismatchError
 from kb_resources.git.repo import GitRepo
@@ -19,6 +20,9 @@ class Session:
     settings: Settings
     repo: GitRepo
     store: Store
+    runs: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
+    """Dagster's instance and the Definitions this session's runs go through, once opened
+    (``runner.instance_and_definitions``; Dagster is imported only when a job runs)."""
 
 
 def open_session(args: argparse.Namespace, *, read_only: bool = False) -> Session:

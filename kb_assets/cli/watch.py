@@ -43,8 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=INTERVAL_S,
         metavar="S",
-        help=f"seconds between looks at the branch tips (default {INTERVAL_S}; the store is read"
-        " only when one moved)",
+        help="seconds between looks at the branch tips (default %(default)s; the store is read only"
+        " when one moved)",
     )
     p.add_argument("--once", action="store_true", help="index what is new once, then exit")
     p.add_argument(
