@@ -11,9 +11,14 @@ from typing import Any
 
 import dagster as dg
 import pytest
+import sqlalchemy as sa
 
-from kb_assets.sensors import branch_sensor
+from kb_assets.sensors import SENSOR_INTERVAL_S, branch_sensor
+from kb_resources.git.repo import GitRepo
 from kb_resources.resources import KnowbaseResource
+from kb_resources.settings import load_settings
+from kb_resources.store.engine import open_store
+from kb_resources.store.schema import branch_ref
 from tests.gitfixtures import commit_tree, init_repo, run_git
 from tests.kbfixtures import KbEnv
 
@@ -94,3 +99,34 @@ def test_sensor_indexes_only_the_tip_after_a_jump_or_a_force_push(
     pushed = _evaluate(kb_env, repo, instance, jumped.cursor)
     assert _partitions(pushed) == [rewritten]
     assert (pushed.run_requests or [])[0].tags["kb/reason"] == "force_push"
+
+
+def _branch_rows(kb_env: KbEnv, repo: Path) -> list[tuple[str, str, object]]:
+    """``branch_ref`` as it is: (name, sha, updated_at) per branch."""
+    ref = branch_ref.c
+    query = sa.select(ref.name, ref.sha, ref.updated_at).order_by(ref.name)
+    settings = load_settings(kb_env.environ)
+    with open_store(settings, GitRepo.open(repo).key()) as store, store.engine.connect() as conn:
+        return [(name, sha, at) for name, sha, at in conn.execute(query).all()]
+
+
+def test_a_look_that_finds_the_branches_where_they_were_writes_nothing(
+    kb_env: KbEnv, tmp_path: Path, instance: dg.DagsterInstance
+) -> None:
+    """The sensor looks every few seconds (``SENSOR_INTERVAL_S``): a look at branches that did not
+    move leaves ``branch_ref`` untouched; a look after a commit moves the branch's row."""
+    assert SENSOR_INTERVAL_S == 5
+    repo = init_repo(tmp_path / "r")
+    _commit(repo, 1)
+    assert kb_env.kb("index", repo).code == 0
+    first = _evaluate(kb_env, repo, instance, None)
+    rows = _branch_rows(kb_env, repo)
+    again = _evaluate(kb_env, repo, instance, first.cursor)
+    assert _partitions(again) == []
+    assert _branch_rows(kb_env, repo) == rows
+    second = _commit(repo, 2)
+    moved = _evaluate(kb_env, repo, instance, again.cursor)
+    assert _partitions(moved) == [second]
+    [(name, sha, updated_at)] = _branch_rows(kb_env, repo)
+    assert (name, sha) == ("main", second)
+    assert updated_at != rows[0][2]
