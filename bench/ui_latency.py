@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -133,11 +132,11 @@ def main() -> int:
             print(f"    {phases(instance, sha, committed)}", flush=True)
         return 0
     finally:
-        os.killpg(ui.pid, signal.SIGINT)
+        ui.terminate()  # kb ui stops the Dagster group it started (SIGINT, then SIGKILL)
         try:
             ui.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            os.killpg(ui.pid, signal.SIGKILL)
+            ui.kill()
         log.close()
         store.close()
 

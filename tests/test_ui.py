@@ -96,6 +96,41 @@ def test_kb_ui_serves_the_asset_graph_on_loopback(kb_env: KbEnv, tmp_path: Path)
     assert _survivors(port) == [], "kb ui left Dagster processes behind"
 
 
+@pytest.mark.slow
+def test_kb_ui_started_with_sigint_ignored_stops_on_sigint(kb_env: KbEnv, tmp_path: Path) -> None:
+    """A ``kb ui`` started as a script's background job (SIGINT ignored) still stops on SIGINT,
+    and ``dagster dev`` does not inherit the ignored SIGINT: the Dagster group it stops is one
+    that listens (was: both ignored it, and a caller that then killed ``kb ui`` left the UI, the
+    daemon and its sensors running)."""
+    repo = init_repo(tmp_path / "r")
+    commit_tree(repo, {"a.py": "import os\n"}, "first")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kb_assets.cli.main", "ui", str(repo), "--port", str(port)],
+        env={**os.environ, **kb_env.environ},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 - the test's point
+    )
+    try:
+        deadline = time.monotonic() + 120
+        dev: list[psutil.Process] = []
+        while time.monotonic() < deadline and proc.poll() is None and not dev:
+            dev = [p for p in psutil.Process(proc.pid).children() if "dev" in p.cmdline()]
+            time.sleep(0.5)
+        assert dev, f"kb ui started no dagster dev (exit {proc.poll()})"
+        ignored = int(Path(f"/proc/{dev[0].pid}/status").read_text().split("SigIgn:")[1].split()[0], 16)
+        assert not ignored & (1 << (signal.SIGINT - 1))
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=90) == 0
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert _survivors(port) == [], "kb ui left Dagster processes behind"
+
+
 def _survivors(port: int) -> list[int]:
     """Processes still running that were started for this UI (their command line names its port)."""
     found = []

@@ -49,8 +49,12 @@ def run(args: argparse.Namespace) -> int:
         f"Dagster UI for {session.repo.root} on http://{args.host}:{args.port} (Ctrl-C stops it)",
         file=sys.stderr,
     )
-    proc = subprocess.Popen(ui_command(args.host, args.port), env=env, start_new_session=True)
+    # Started with SIGINT ignored (a script's background job, ``nohup``), ``kb ui`` would ignore
+    # Ctrl-C and ``dagster dev`` would inherit that and ignore ``stop_group``'s SIGINT too; a
+    # ``kb ui`` then killed by its caller left the whole Dagster group running, daemon included.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
+    proc = subprocess.Popen(ui_command(args.host, args.port), env=env, start_new_session=True)
     try:
         return proc.wait()
     except KeyboardInterrupt:
