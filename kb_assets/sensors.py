@@ -25,9 +25,10 @@ from kb_resources.store import reads, writes
 
 SENSOR_INTERVAL_S = 5
 """Seconds between two looks at the branches: Dagster's daemon visits its sensors every 5 s at
-most, so a shorter interval would change nothing. A new commit waits 2.5 s on average before its
-run is requested (15 s at Dagster's default of 30 s); a look reads the refs and the published
-commits, and writes nothing unless a branch moved."""
+most, so a shorter interval would change nothing. A new commit waits 0-10 s before its run is
+requested (the daemon's loop sleeps 5 s less its own duration, so a look due a moment later waits
+for the next pass), against up to ~35 s at Dagster's default of 30 s (``bench/ui_latency.py``). A
+look reads the refs and the published commits, and writes nothing unless a branch moved."""
 
 
 @dg.sensor(
