@@ -13,7 +13,6 @@ from pathlib import Path
 import dagster as dg
 from sqlalchemy import Engine
 
-from kb_assets.core.collector import tune_collector
 from kb_assets.core.forked import set_workers
 from kb_assets.core.spans import ParseLimits
 from kb_resources.embedding.port import Embedder, make_embedder
@@ -83,12 +82,8 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """Apply the process-wide part of the configuration: whether resolution may share its
-        work with a forked copy (``KB_WORKERS=1``: never; ``kb_assets.core.forked``), and the
-        collector thresholds of a batch process (``kb_assets.core.collector``), which ``kb`` sets
-        when it starts but a run the UI or the daemon launched, in a process Dagster started,
-        would not have: its call-edge step took about twice as long as a ``kb index`` one."""
+        work with a forked copy (``KB_WORKERS=1``: never; ``kb_assets.core.forked``)."""
         set_workers(self.workers)
-        tune_collector()
 
     def settings(self) -> Settings:
         """This resource's configuration as plain ``Settings``."""

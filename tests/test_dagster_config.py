@@ -4,7 +4,6 @@ used by both; processes opening a fresh instance take turns."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,9 +15,7 @@ import sqlalchemy as sa
 from dagster._core.run_coordinator import QueuedRunCoordinator
 
 from kb_assets.cli.instance import CLI_YAML, CLI_YAML_NAME, DAGSTER_YAML, ensure_dagster_home, open_instance
-from kb_assets.core.collector import COLLECTOR_THRESHOLDS
 from kb_resources.git.repo import GitRepo
-from kb_resources.resources import KnowbaseResource
 from kb_resources.settings import Settings, load_settings
 from kb_resources.store.engine import Store, open_store
 from kb_resources.store.session_locks import DAGSTER_INSTANCE_LOCK_KEY
@@ -77,19 +74,6 @@ def test_cli_runs_capture_nothing_and_show_in_the_ui_s_instance(kb_env: KbEnv, t
         coordinator = ui.run_coordinator
         assert isinstance(coordinator, QueuedRunCoordinator)
         assert coordinator.dequeue_interval_seconds == 1
-
-
-def test_a_run_in_a_process_dagster_started_collects_as_kb_does(kb_env: KbEnv) -> None:
-    """A run the UI or the daemon launched runs in a process Dagster started, not ``kb``: the
-    resource gives it the collector thresholds ``kb`` sets at its start."""
-    before = gc.get_threshold()
-    gc.set_threshold(700, 10, 10)  # Python's defaults, as in a fresh process
-    try:
-        resource = KnowbaseResource.from_settings(load_settings(kb_env.environ), str(kb_env.home))
-        resource.setup_for_execution(dg.build_init_resource_context())
-        assert gc.get_threshold() == COLLECTOR_THRESHOLDS
-    finally:
-        gc.set_threshold(*before)
 
 
 OPEN_INSTANCE_IN_SUBPROCESS = """

@@ -2,10 +2,9 @@
 
 Fork, not spawn: the work needs what this process already holds (a loaded program: ~140 MiB of
 facts on Django, read and decoded over seconds), and a fork shares it copy-on-write in
-milliseconds. That is safe only under the conditions ``fork`` checks: a POSIX fork on Linux, from
-the main thread of a process whose other threads are bystanders (a fork copies no other thread,
-and a lock another thread held would stay held in the copy: ``BYSTANDERS`` names the threads
-whose locks a copy never takes), that is not itself a copy, with more than one core allowed. The copy runs one
+milliseconds. That is safe only under the conditions ``fork`` checks: a POSIX fork on Linux, a
+process with one thread (a fork copies no other thread, and a lock another thread held would stay
+held in the copy) that is not itself a copy, and more than one core allowed. The copy runs one
 function, pickles its value into an unlinked temporary file and leaves with ``os._exit``: no exit
 handler, finalizer or buffered output of this process runs twice, and no inherited database
 connection is used or closed. Whoever forks must get the same answer without the copy: when the
@@ -47,29 +46,10 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-BYSTANDERS = frozenset({"termination-handler", "QueueFeederThread"})
-"""Threads besides the main one that do not stop a fork: those of the process Dagster runs a job
-in when its webserver or daemon launched the run (a ``multiprocessing`` child of the code server),
-or a step in under the multiprocess executor. ``termination-handler`` waits for a request to stop
-the run, and the ``QueueFeederThread`` sends the run's events back to the code server. A copy
-neither stops the run nor sends an event, so it never takes their locks, and it leaves through
-``os._exit``, which joins neither. Refusing to fork beside them made every run launched from the
-UI or by ``branch_sensor`` resolve the call graph and write its edges on one core (``bench/
-ui_latency.py``)."""
-
-
 def can_fork() -> bool:
     """Whether ``fork`` may make a copy now (module docstring)."""
     allowed = _workers if _workers > 0 else cores()
-    return sys.platform == "linux" and not _in_copy and allowed >= 2 and _alone()
-
-
-def _alone() -> bool:
-    """Whether this is the main thread and every other thread is a bystander."""
-    main = threading.main_thread()
-    if threading.current_thread() is not main:
-        return False
-    return all(thread is main or thread.name in BYSTANDERS for thread in threading.enumerate())
+    return sys.platform == "linux" and not _in_copy and allowed >= 2 and threading.active_count() == 1
 
 
 class Forked(Generic[T]):
