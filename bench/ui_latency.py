@@ -27,6 +27,7 @@ import psutil
 from run import git, kb, one_file_commit
 
 from kb_assets.cli.instance import open_instance
+from kb_assets.jobs import INDEX_JOB
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
@@ -56,20 +57,17 @@ def group_cpu(root: psutil.Process) -> float:
     return total
 
 
-IN_PROGRESS = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING")
-
-
 def settle(instance: Any, *, quiet: float = 12.0, timeout: float = 1800.0) -> None:
     """Wait until no Dagster run has been in progress for ``quiet`` seconds: the index run and
     the ``verify_commit`` run the daemon requests a few seconds after it (grimp and griffe over
     the whole commit: tens of seconds on Django) are over, so the next commit runs alone."""
     import dagster as dg
+    from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
 
-    statuses = [dg.DagsterRunStatus[name] for name in IN_PROGRESS]
     deadline = time.monotonic() + timeout
     calm_since = time.monotonic()
     while time.monotonic() < deadline:
-        if instance.get_runs(filters=dg.RunsFilter(statuses=statuses), limit=1):
+        if instance.get_runs(filters=dg.RunsFilter(statuses=NOT_FINISHED_STATUSES), limit=1):
             calm_since = time.monotonic()
         elif time.monotonic() - calm_since >= quiet:
             return
@@ -82,7 +80,7 @@ def phases(instance: Any, sha: str, committed: float) -> str:
     import dagster as dg
 
     records = instance.get_run_records(
-        filters=dg.RunsFilter(job_name="index_commit", tags={"dagster/partition": sha}), limit=1
+        filters=dg.RunsFilter(job_name=INDEX_JOB, tags={"dagster/partition": sha}), limit=1
     )
     if not records or records[0].start_time is None or records[0].end_time is None:
         return "no finished index run recorded"

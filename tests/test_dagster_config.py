@@ -78,7 +78,6 @@ def test_cli_runs_capture_nothing_and_show_in_the_ui_s_instance(kb_env: KbEnv, t
 
 OPEN_INSTANCE_IN_SUBPROCESS = """
 import sys
-import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path

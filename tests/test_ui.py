@@ -50,13 +50,7 @@ def test_kb_ui_serves_the_asset_graph_on_loopback(kb_env: KbEnv, tmp_path: Path)
     repo = init_repo(tmp_path / "r")
     commit_tree(repo, {"a.py": "import os\n"}, "first")
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kb_assets.cli.main", "ui", str(repo), "--port", str(port)],
-        env={**os.environ, **kb_env.environ},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = _start_ui(kb_env, repo, port)
     try:
         deadline = time.monotonic() + 120
         answer: dict[str, Any] = {}
@@ -105,14 +99,7 @@ def test_kb_ui_started_with_sigint_ignored_stops_on_sigint(kb_env: KbEnv, tmp_pa
     repo = init_repo(tmp_path / "r")
     commit_tree(repo, {"a.py": "import os\n"}, "first")
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kb_assets.cli.main", "ui", str(repo), "--port", str(port)],
-        env={**os.environ, **kb_env.environ},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 - the test's point
-    )
+    proc = _start_ui(kb_env, repo, port, ignore_sigint=True)
     try:
         deadline = time.monotonic() + 120
         dev: list[psutil.Process] = []
@@ -129,6 +116,21 @@ def test_kb_ui_started_with_sigint_ignored_stops_on_sigint(kb_env: KbEnv, tmp_pa
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
     assert _survivors(port) == [], "kb ui left Dagster processes behind"
+
+
+def _start_ui(
+    kb_env: KbEnv, repo: Path, port: int, *, ignore_sigint: bool = False
+) -> subprocess.Popen[bytes]:
+    """``kb ui`` for ``repo`` on ``port`` in a session of its own; with SIGINT ignored, as a
+    script's background job starts it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "kb_assets.cli.main", "ui", str(repo), "--port", str(port)],
+        env={**os.environ, **kb_env.environ},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None,  # noqa: PLW1509
+    )
 
 
 def _survivors(port: int) -> list[int]:
