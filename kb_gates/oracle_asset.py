@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 
+from kb_assets.assets.launched import adopt_launched_run
 from kb_assets.partitions import commits
 from kb_gates import gates
 from kb_gates.checks import oracle_unavailable
@@ -73,6 +74,7 @@ def _run(compute: object, *args: object) -> SetDiff[object] | Exception:
 )
 def oracle_agreement(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult:  # type: ignore[type-arg]  # Dagster reads a subscripted annotation as several outputs
     """Agreement of the commit's import edges with grimp and of its public API with griffe."""
+    adopt_launched_run(context)
     sha = context.partition_key
     grimp = _run(gates.grimp_diff, kb.git(), kb.engine(), sha)
     griffe = _run(gates.public_api_diff, kb.git(), kb.engine(), sha)

@@ -1,20 +1,24 @@
 """The call graph resolved in two parts, each in a forked copy, is the one-pass graph; and a copy
 that fails or dies costs time, never the answer.
 
-The builds run in a freshly spawned process: a fork is only made from a process with one thread
-(``kb_assets.core.forked``), and the test process may hold threads of earlier tests. Each build
+The builds run in a freshly spawned process: a fork is only made from a process with one thread,
+or beside Dagster's threads once allowed (``kb_assets.core.forked``), and the test process may
+hold threads of earlier tests. Each build
 there reports whether a copy actually resolved part of it, so a comparison cannot pass by never
 forking.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from dagster._utils import start_termination_thread
 
 from kb_assets.core import forked
 from kb_assets.core.callgraph import graph as graph_module
@@ -197,7 +201,8 @@ def _forked(work: Any) -> Any:
 
 def _forks() -> dict[str, Any]:
     """In a spawned process: what ``forked.fork`` does with a value, an error, a death, a copy
-    still running when its context ends, one thread too many, and ``KB_WORKERS=1``."""
+    still running when its context ends, one thread too many, ``KB_WORKERS=1``, and beside the
+    threads of a run Dagster launched: refused until allowed, and never from another thread."""
     found: dict[str, Any] = {"value": _forked(lambda: {"answer": [42]})}
 
     def fail() -> None:
@@ -229,7 +234,39 @@ def _forks() -> dict[str, Any]:
     found["one_worker"] = forked.fork(lambda: 1)
     forked.set_workers(0)
     found["again"] = _forked(lambda: 2)
+    found["beside_dagster_before"], _ = _beside_dagster_s_threads(lambda: forked.fork(lambda: 1))
+    forked.allow_dagster_threads()
+    found["beside_dagster"], found["dagster_threads"] = _beside_dagster_s_threads(lambda: _forked(lambda: 3))
+    asked: list[object] = []
+    thread = threading.Thread(target=lambda: asked.append(forked.fork(lambda: 1)))
+    thread.start()
+    thread.join()
+    found["from_thread"] = asked[0]
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, name="not-dagster")
+    thread.start()
+    found["with_other_thread"] = forked.fork(lambda: 1)  # allowed: Dagster's threads, no other
+    stop.set()
+    thread.join()
     return found
+
+
+def _beside_dagster_s_threads(ask: Any) -> tuple[Any, list[str]]:
+    """What ``ask`` returns beside the threads Dagster starts in the process of a run its
+    webserver or daemon launched (by Dagster's own code), and their names."""
+    should_stop, done = multiprocessing.Event(), multiprocessing.Event()
+    start_termination_thread(should_stop, done)  # type: ignore[arg-type]  # checked to be this type
+    events: multiprocessing.Queue[str] = multiprocessing.Queue()
+    events.put("event")  # starts the queue's feeder thread, as the run's first event does
+    try:
+        names = sorted(t.name for t in threading.enumerate() if t is not threading.main_thread())
+        return ask(), names
+    finally:
+        done.set()  # the handler then returns without interrupting this thread
+        should_stop.set()
+        events.get()
+        events.close()
+        events.join_thread()
 
 
 def test_fork_returns_the_copy_s_value_or_none() -> None:
@@ -242,6 +279,11 @@ def test_fork_returns_the_copy_s_value_or_none() -> None:
     assert found["with_thread"] is None
     assert found["one_worker"] is None
     assert found["again"] == 2
+    assert found["dagster_threads"] == ["QueueFeederThread", "termination-handler"]
+    assert found["beside_dagster_before"] is None
+    assert found["beside_dagster"] == 3
+    assert found["from_thread"] is None
+    assert found["with_other_thread"] is None
 
 
 def test_a_run_follows_kb_workers(kb_env: KbEnv, tmp_path: Path) -> None:

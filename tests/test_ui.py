@@ -16,10 +16,22 @@ from typing import Any
 import psutil
 import pytest
 
+from kb_assets.assets.launched import ADOPTED
+from kb_assets.cli.instance import open_instance
+from kb_assets.jobs import INDEX_JOB
+from kb_resources.git.repo import GitRepo
+from kb_resources.settings import load_settings
+from kb_resources.store.engine import open_store
 from tests.gitfixtures import commit_tree, init_repo
 from tests.kbfixtures import KbEnv
 
 QUERY = "{ assetNodes { assetKey { path } assetChecksOrError { ... on AssetChecks { checks { name } } } } }"
+RUNS = (
+    '{ runsOrError(filter: {pipelineName: "%s", '
+    'tags: [{key: "dagster/sensor_name", value: "branch_sensor"}]})'
+    " { ... on Runs { results { runId status } } } }"
+)
+LOGS = '{ logsForRun(runId: "%s") { ... on EventConnection { events { ... on MessageEvent { message } } } } }'
 SENSORS = (
     "{ repositoriesOrError { ... on RepositoryConnection "
     "{ nodes { sensors { name sensorState { status } } } } } }"
@@ -116,6 +128,60 @@ def test_kb_ui_started_with_sigint_ignored_stops_on_sigint(kb_env: KbEnv, tmp_pa
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
     assert _survivors(port) == [], "kb ui left Dagster processes behind"
+
+
+@pytest.mark.slow
+def test_a_run_the_sensor_launches_takes_knowbase_s_process_settings(kb_env: KbEnv, tmp_path: Path) -> None:
+    """The index run ``branch_sensor`` launches executes in a process the code server started:
+    it takes knowbase's collector thresholds there and lets resolution fork beside Dagster's
+    threads (``kb_assets.assets.launched``), and says so once in the run's log; ``kb index``'s own
+    in-process runs take nothing."""
+    repo = init_repo(tmp_path / "r")
+    commit_tree(repo, {"a.py": "import os\n"}, "first")
+    indexed = kb_env.kb("index", repo, "--no-verify")
+    assert indexed.code == 0, indexed.stderr
+    assert not _adopted_by_runs(kb_env, repo)
+    commit_tree(repo, {"a.py": "import os\n", "b.py": "import a\n"}, "second")
+    port = _free_port()
+    proc = _start_ui(kb_env, repo, port)
+    try:
+        deadline = time.monotonic() + 240
+        runs: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                runs = _graphql(port, RUNS % INDEX_JOB)["data"]["runsOrError"]["results"]
+            except (OSError, KeyError, TypeError):
+                runs = []
+            if any(r["status"] in ("SUCCESS", "FAILURE", "CANCELED") for r in runs):
+                break
+            time.sleep(1)
+        done = [r for r in runs if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
+        assert done, runs
+        assert {r["status"] for r in done} == {"SUCCESS"}, runs
+        events = _graphql(port, LOGS % done[0]["runId"])["data"]["logsForRun"]["events"]
+        messages = [e.get("message", "") for e in events]
+        adopted = [m for m in messages if m.startswith(ADOPTED.format(forks=""))]
+        assert adopted == [ADOPTED.format(forks=", forks beside Dagster's threads")]
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=90)
+    assert _survivors(port) == [], "kb ui left Dagster processes behind"
+
+
+def _adopted_by_runs(kb_env: KbEnv, repo: Path) -> list[str]:
+    """The settings messages in the logs of every run on ``repo``'s instance."""
+    settings = load_settings(kb_env.environ)
+    with open_store(settings, GitRepo.open(repo).key()) as store:
+        instance = open_instance(settings, store)
+        try:
+            return [
+                str(record.user_message)
+                for run in instance.get_runs()
+                for record in instance.all_logs(run.run_id)
+                if str(record.user_message).startswith(ADOPTED.format(forks=""))
+            ]
+        finally:
+            instance.dispose()
 
 
 def _start_ui(

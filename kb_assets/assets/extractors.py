@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from kb_assets.assets.launched import adopt_launched_run
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.registry import EXTRACTORS, upstream_assets
 from kb_assets.indexing.carries import carry_file
@@ -33,6 +34,7 @@ def extractor_asset(extractor: Extractor) -> dg.AssetsDefinition:
         op_tags=step_tags(extractor.extractor_id),
     )
     def _asset(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult[None]:
+        adopt_launched_run(context)
         program = load_program(
             kb.git(), kb.engine(), context.partition_key, limits=kb.limits(), workers=kb.workers
         )

@@ -4,6 +4,7 @@ import hashlib
 
 import dagster as dg
 
+from kb_assets.assets.launched import adopt_launched_run
 from kb_assets.indexing.ingest import ingest_commit
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
@@ -21,6 +22,7 @@ def commit_tree(
     context: dg.AssetExecutionContext, config: IndexConfig, kb: KnowbaseResource
 ) -> dg.MaterializeResult[None]:
     """The commit's Python files, their module names, and the indexed ancestor it reuses."""
+    adopt_launched_run(context)
     tree = ingest_commit(
         kb.git(), kb.engine(), context.partition_key, parent=config.parent or None, full=config.full
     )

@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from kb_assets.assets.launched import adopt_launched_run
 from kb_assets.assets.metadata import latest_metadata
 from kb_assets.assets.proof import require_proven
 from kb_assets.core.extractors.registry import EXTRACTORS
@@ -20,6 +21,7 @@ from kb_resources.resources import KnowbaseResource
 )
 def knowledge_snapshot(context: dg.AssetExecutionContext, kb: KnowbaseResource) -> dg.MaterializeResult[None]:
     """The published knowledge of the commit: every extractor's artifacts, made visible in one transaction."""
+    adopt_launched_run(context)
     require_proven(context)
     tree = latest_metadata(context, "commit_tree")
     spans = latest_metadata(context, "code_spans")

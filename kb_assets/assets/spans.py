@@ -3,6 +3,7 @@
 import dagster as dg
 
 from kb_assets.assets.ingest import IndexConfig
+from kb_assets.assets.launched import adopt_launched_run
 from kb_assets.core.ids import NORMALIZATION_VERSION
 from kb_assets.core.spans import LANG
 from kb_assets.indexing.parse import parse_commit
@@ -21,6 +22,7 @@ def code_spans(
     context: dg.AssetExecutionContext, config: IndexConfig, kb: KnowbaseResource
 ) -> dg.MaterializeResult[None]:
     """Spans (modules, classes, functions, imports, assignments) of the commit; new blobs only are parsed."""
+    adopt_launched_run(context)
     sha, full = context.partition_key, config.full
     stats = parse_commit(kb.git(), kb.engine(), sha, limits=kb.limits(), workers=kb.workers, force=full)
     context.log.info(f"{stats.files} files: {stats.parsed} parsed, {stats.reused} reused; {stats.gaps} gaps")

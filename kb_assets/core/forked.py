@@ -2,9 +2,10 @@
 
 Fork, not spawn: the work needs what this process already holds (a loaded program: ~140 MiB of
 facts on Django, read and decoded over seconds), and a fork shares it copy-on-write in
-milliseconds. That is safe only under the conditions ``fork`` checks: a POSIX fork on Linux, a
-process with one thread (a fork copies no other thread, and a lock another thread held would stay
-held in the copy) that is not itself a copy, and more than one core allowed. The copy runs one
+milliseconds. That is safe only under the conditions ``fork`` checks: a POSIX fork on Linux, from
+the main thread of a process with no other thread (a fork copies no other thread, and a lock
+another thread held would stay held in the copy) but, once ``allow_dagster_threads`` was called,
+Dagster's ``BYSTANDERS``, that is not itself a copy, with more than one core allowed. The copy runs one
 function, pickles its value into an unlinked temporary file and leaves with ``os._exit``: no exit
 handler, finalizer or buffered output of this process runs twice, and no inherited database
 connection is used or closed. Whoever forks must get the same answer without the copy: when the
@@ -46,10 +47,42 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+BYSTANDERS = frozenset({"termination-handler", "QueueFeederThread"})
+"""The threads of the process a run executes in when Dagster's webserver or daemon launched it
+(a ``multiprocessing`` child of the code server): ``termination-handler`` waits for a request to
+stop the run, and the ``QueueFeederThread`` sends the run's events back to the code server. A copy
+neither stops the run nor sends an event, so it never takes their locks, and it leaves through
+``os._exit``, which joins neither."""
+
+_beside_dagster = False
+"""Whether ``BYSTANDERS`` may run beside a fork (``allow_dagster_threads``)."""
+
+
+def allow_dagster_threads() -> None:
+    """Let ``fork`` make copies beside Dagster's ``BYSTANDERS``: for the process of a run Dagster
+    launched whose steps all execute in that process (``kb_assets.assets.launched``). Refusing them
+    there resolved every UI- or sensor-launched run's call graph, and wrote its edges, on one core
+    (``bench/ui_latency.py``). Not for the step processes of a multiprocess run, which have the
+    same threads: allowed there, CI's ``kb index --processes 2`` runs exhausted the test server's
+    connections, for a cause not found."""
+    global _beside_dagster  # noqa: PLW0603 - process-wide, like the worker setting
+    _beside_dagster = True
+
+
 def can_fork() -> bool:
     """Whether ``fork`` may make a copy now (module docstring)."""
     allowed = _workers if _workers > 0 else cores()
-    return sys.platform == "linux" and not _in_copy and allowed >= 2 and threading.active_count() == 1
+    return sys.platform == "linux" and not _in_copy and allowed >= 2 and _alone()
+
+
+def _alone() -> bool:
+    """Whether this is the main thread and every other thread is an allowed bystander."""
+    if threading.active_count() == 1:
+        return True
+    main = threading.main_thread()
+    if not _beside_dagster or threading.current_thread() is not main:
+        return False
+    return all(thread is main or thread.name in BYSTANDERS for thread in threading.enumerate())
 
 
 class Forked(Generic[T]):
