@@ -4,9 +4,11 @@
 collector``), and ``kb index`` or ``kb watch`` executes its runs in a process with one thread, so
 resolution may fork copies there (``kb_assets.core.forked``). A run launched from the UI, by
 ``branch_sensor`` or by ``verify_after_index`` executes instead in a process the code server
-started: it has the default thresholds, and Dagster's threads beside the main one stopped every
-fork. Both made the call-edge step of such a run about half again as long as a ``kb watch`` one
-on Django (``bench/ui_latency.py``).
+started: it has the default thresholds, Dagster's threads beside the main one stopped every fork,
+and its instance opened a connection for every storage call and asked the catalog again each time
+whether Dagster's tables exist (``kb_assets.instance_tuning``). Together they made the call-edge
+step of such a run about half again as long as a ``kb watch`` one on Django
+(``bench/ui_latency.py``).
 
 The settings are process-wide, so they are taken only in a process that exists for the run: one
 Dagster launched (the run has a code location as its origin), never in a process that embeds
@@ -22,6 +24,7 @@ import dagster as dg
 
 from kb_assets.core.collector import tune_collector
 from kb_assets.core.forked import allow_dagster_threads
+from kb_assets.instance_tuning import tune_instance
 
 IN_PROCESS = dg.in_process_executor.name
 
@@ -38,7 +41,7 @@ def forks_beside_dagster(run: dg.DagsterRun, executor: str) -> bool:
     return launched_by_dagster(run) and executor == IN_PROCESS
 
 
-ADOPTED = "knowbase process settings: collector thresholds{forks}"
+ADOPTED = "knowbase process settings: collector thresholds, pooled instance storage{forks}"
 """The message a launched run logs at its first step when it takes the settings (once a process)."""
 
 _adopted = False
@@ -55,6 +58,7 @@ def adopt_launched_run(context: dg.AssetExecutionContext) -> None:
         return
     _adopted = True
     tune_collector()
+    tune_instance(context.instance)
     forks = forks_beside_dagster(run, context.job_def.executor_def.name)
     if forks:
         allow_dagster_threads()
