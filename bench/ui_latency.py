@@ -1,6 +1,6 @@
 """How long a commit waits to be published when ``kb ui`` (Dagster's daemon) follows the branch.
 
-    python bench/ui_latency.py REPO [--commits 3] [--idle 30] [--port 3987]
+    python bench/ui_latency.py REPO [--commits 3] [--idle 30] [--burst 0] [--port 3987]
 
 Starts ``kb ui`` for REPO (``KB_HOME``/``KB_DB_URL`` as for ``kb``; REPO already indexed), waits
 until its ``branch_sensor`` has caught up with HEAD, then measures:
@@ -8,7 +8,11 @@ until its ``branch_sensor`` has caught up with HEAD, then measures:
 - the CPU the UI's processes (webserver, daemon, code server) use while nothing happens, as a
   share of one core over ``--idle`` seconds: the price of the sensor's ticks;
 - for each of ``--commits`` one-file commits, the seconds from the commit to its published
-  snapshot: the sensor's pickup, the run queue, the run's own process and its Dagster run.
+  snapshot: the sensor's pickup, the run queue, the run's own process and its Dagster run;
+- with ``--burst N``, N one-file commits made at once (a push of several commits): the seconds
+  until the last is published and until no run is left, the runs that did not succeed, and the
+  peaks of runs in progress at once, of the store server's connections and of the memory (PSS)
+  of the UI's processes.
 
 This is the latency of the path a team sees in the UI; ``kb watch`` is the other path
 (``bench/run.py``). Prints figures; asserts nothing.
@@ -92,11 +96,65 @@ def phases(instance: Any, sha: str, committed: float) -> str:
     )
 
 
+def burst(instance: Any, store: Store, root: psutil.Process, repo: Path, count: int) -> None:
+    """Make ``count`` one-file commits at once and watch the UI take them (module docstring)."""
+    import dagster as dg
+    from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
+
+    first = int(git(repo, "rev-list", "--count", "HEAD"))
+    started = time.monotonic()
+    shas = [one_file_commit(repo, first + i) for i in range(count)]
+    peaks = {"runs": 0, "connections": 0, "pss": 0.0}
+    last_published: float | None = None
+    calm_since = time.monotonic()
+    while time.monotonic() - started < 1800:
+        running = len(instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])))
+        peaks["runs"] = max(peaks["runs"], running)
+        with store.engine.connect() as conn:
+            published_now = reads.published_commits(conn)
+            connections = int(conn.exec_driver_sql(CONNECTIONS).scalar_one())
+        peaks["connections"] = max(peaks["connections"], connections)
+        peaks["pss"] = max(peaks["pss"], tree_pss(root))
+        if last_published is None and all(sha in published_now for sha in shas):
+            last_published = time.monotonic() - started
+        if instance.get_runs(filters=dg.RunsFilter(statuses=NOT_FINISHED_STATUSES), limit=1):
+            calm_since = time.monotonic()
+        elif last_published is not None and time.monotonic() - calm_since >= 12:
+            break
+        time.sleep(0.5)
+    done = time.monotonic() - started - 12
+    failed = instance.get_runs(
+        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED])
+    )
+    shown = "not all published within 1800 s" if last_published is None else f"{last_published:.2f} s"
+    print(
+        f"burst of {count} one-file commits: last published {shown}, runs over {done:.2f} s; "
+        f"{len(failed)} runs failed or canceled in all; at most {peaks['runs']} runs in progress, "
+        f"{peaks['connections']} server connections, "
+        f"{peaks['pss'] / 2**20:.0f} MiB (PSS) of the UI's processes"
+    )
+
+
+CONNECTIONS = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+
+
+def tree_pss(root: psutil.Process) -> float:
+    """The summed PSS of ``root`` and every process under it, in bytes."""
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            total += proc.memory_full_info().pss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repo", type=Path)
     parser.add_argument("--commits", type=int, default=3)
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of idle CPU measured")
+    parser.add_argument("--burst", type=int, default=0, help="one-file commits at once, after the others")
     parser.add_argument("--port", type=int, default=3987)
     args = parser.parse_args()
     repo: Path = args.repo.resolve()
@@ -128,6 +186,8 @@ def main() -> int:
             print(f"one-file commit {sha[:12]} under kb ui: {shown} commit -> published", flush=True)
             settle(instance)  # the run ends a moment after it published
             print(f"    {phases(instance, sha, committed)}", flush=True)
+        if args.burst:
+            burst(instance, store, root, repo, args.burst)
         return 0
     finally:
         ui.terminate()  # kb ui stops the Dagster group it started (SIGINT, then SIGKILL)
