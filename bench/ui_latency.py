@@ -24,11 +24,13 @@ import argparse
 import os
 import subprocess
 import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
-from run import git, kb, one_file_commit
+from run import TreeMemory, git, kb, one_file_commit
 
 from kb_assets.cli.instance import open_instance
 from kb_assets.jobs import INDEX_JOB
@@ -38,13 +40,18 @@ from kb_resources.store import reads
 from kb_resources.store.engine import Store, open_store
 
 
-def published(store: Store, sha: str, timeout: float) -> float | None:
-    """Seconds until ``sha`` is published (polled every 0.1 s), or None after ``timeout``."""
+def published(
+    store: Store, shas: Sequence[str], timeout: float, poll: Callable[[], None] | None = None
+) -> float | None:
+    """Seconds until every one of ``shas`` is published (checked, and ``poll`` called, every
+    0.1 s), or None after ``timeout``."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
         with store.engine.connect() as conn:
-            if sha in reads.published_commits(conn):
+            if set(shas) <= set(reads.published_commits(conn)):
                 return time.monotonic() - start
+        if poll is not None:
+            poll()
         time.sleep(0.1)
     return None
 
@@ -61,10 +68,14 @@ def group_cpu(root: psutil.Process) -> float:
     return total
 
 
-def settle(instance: Any, *, quiet: float = 12.0, timeout: float = 1800.0) -> None:
+def settle(
+    instance: Any, *, quiet: float = 12.0, timeout: float = 1800.0, poll: Callable[[], None] | None = None
+) -> float:
     """Wait until no Dagster run has been in progress for ``quiet`` seconds: the index run and
     the ``verify_commit`` run the daemon requests a few seconds after it (grimp and griffe over
-    the whole commit: tens of seconds on Django) are over, so the next commit runs alone."""
+    the whole commit: tens of seconds on Django) are over, so the next commit runs alone. Calls
+    ``poll`` every 0.5 s meanwhile; returns the moment (``time.monotonic``) a run was last seen in
+    progress."""
     import dagster as dg
     from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
 
@@ -74,8 +85,11 @@ def settle(instance: Any, *, quiet: float = 12.0, timeout: float = 1800.0) -> No
         if instance.get_runs(filters=dg.RunsFilter(statuses=NOT_FINISHED_STATUSES), limit=1):
             calm_since = time.monotonic()
         elif time.monotonic() - calm_since >= quiet:
-            return
+            break
+        if poll is not None:
+            poll()
         time.sleep(0.5)
+    return calm_since
 
 
 def phases(instance: Any, sha: str, committed: float) -> str:
@@ -96,57 +110,41 @@ def phases(instance: Any, sha: str, committed: float) -> str:
     )
 
 
-def burst(instance: Any, store: Store, root: psutil.Process, repo: Path, count: int) -> None:
+def burst(instance: Any, store: Store, ui_pid: int, repo: Path, count: int) -> None:
     """Make ``count`` one-file commits at once and watch the UI take them (module docstring)."""
     import dagster as dg
-    from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
+
+    peaks = {"runs": 0, "connections": 0}
+
+    def sample() -> None:
+        running = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        with store.engine.connect() as conn:
+            connections = int(conn.exec_driver_sql(CONNECTIONS).scalar_one())
+        peaks["runs"] = max(peaks["runs"], len(running))
+        peaks["connections"] = max(peaks["connections"], connections)
 
     first = int(git(repo, "rev-list", "--count", "HEAD"))
+    created_after = datetime.now(UTC)
+    memory = TreeMemory(ui_pid)
     started = time.monotonic()
     shas = [one_file_commit(repo, first + i) for i in range(count)]
-    peaks = {"runs": 0, "connections": 0, "pss": 0.0}
-    last_published: float | None = None
-    calm_since = time.monotonic()
-    while time.monotonic() - started < 1800:
-        running = len(instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])))
-        peaks["runs"] = max(peaks["runs"], running)
-        with store.engine.connect() as conn:
-            published_now = reads.published_commits(conn)
-            connections = int(conn.exec_driver_sql(CONNECTIONS).scalar_one())
-        peaks["connections"] = max(peaks["connections"], connections)
-        peaks["pss"] = max(peaks["pss"], tree_pss(root))
-        if last_published is None and all(sha in published_now for sha in shas):
-            last_published = time.monotonic() - started
-        if instance.get_runs(filters=dg.RunsFilter(statuses=NOT_FINISHED_STATUSES), limit=1):
-            calm_since = time.monotonic()
-        elif last_published is not None and time.monotonic() - calm_since >= 12:
-            break
-        time.sleep(0.5)
-    done = time.monotonic() - started - 12
+    last = published(store, shas, 1800.0, poll=sample)
+    ended = settle(instance, poll=sample) - started
+    pss = memory.stop()
     failed = instance.get_runs(
-        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED])
+        filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED], created_after=created_after
+        )
     )
-    shown = "not all published within 1800 s" if last_published is None else f"{last_published:.2f} s"
+    shown = "not all published within 1800 s" if last is None else f"{last:.2f} s"
     print(
-        f"burst of {count} one-file commits: last published {shown}, runs over {done:.2f} s; "
-        f"{len(failed)} runs failed or canceled in all; at most {peaks['runs']} runs in progress, "
-        f"{peaks['connections']} server connections, "
-        f"{peaks['pss'] / 2**20:.0f} MiB (PSS) of the UI's processes"
+        f"burst of {count} one-file commits: last published {shown}, runs over {ended:.2f} s; "
+        f"{len(failed)} of its runs failed or were canceled; at most {peaks['runs']} runs in progress, "
+        f"{peaks['connections']} server connections, {pss:.0f} MiB (PSS) of the UI's processes"
     )
 
 
 CONNECTIONS = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
-
-
-def tree_pss(root: psutil.Process) -> float:
-    """The summed PSS of ``root`` and every process under it, in bytes."""
-    total = 0.0
-    for proc in [root, *root.children(recursive=True)]:
-        try:
-            total += proc.memory_full_info().pss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return total
 
 
 def main() -> int:
@@ -167,7 +165,7 @@ def main() -> int:
     )
     try:
         head = git(repo, "rev-parse", "HEAD")
-        caught_up = published(store, head, 600.0)
+        caught_up = published(store, [head], 600.0)
         if caught_up is None:
             print("kb ui: the sensor did not publish HEAD within 600 s")
             return 1
@@ -181,13 +179,13 @@ def main() -> int:
         for i in range(args.commits):
             committed = time.time()
             sha = one_file_commit(repo, base + i)
-            took = published(store, sha, 600.0)
+            took = published(store, [sha], 600.0)
             shown = "did not publish within 600 s" if took is None else f"{took:.2f} s"
             print(f"one-file commit {sha[:12]} under kb ui: {shown} commit -> published", flush=True)
             settle(instance)  # the run ends a moment after it published
             print(f"    {phases(instance, sha, committed)}", flush=True)
         if args.burst:
-            burst(instance, store, root, repo, args.burst)
+            burst(instance, store, ui.pid, repo, args.burst)
         return 0
     finally:
         ui.terminate()  # kb ui stops the Dagster group it started (SIGINT, then SIGKILL)

@@ -74,7 +74,7 @@ def concluded(
     its validation, or a sample of blobs parsed again) run together first, at most
     ``CHECK_THREADS`` at a time, one thread and connection each, so that the server answers them
     on both cores. The others run afterwards in this thread, alone: a recomputation may fork a
-    copy of the process, which ``forked.can_fork`` allows only to a process with one thread. A
+    copy of the process, which ``forked.can_fork`` allows beside no thread of knowbase's own. A
     check that raises stops the iteration at its place in the order, as it would one after the
     other.
     """

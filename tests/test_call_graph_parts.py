@@ -3,9 +3,8 @@ that fails or dies costs time, never the answer.
 
 The builds run in a freshly spawned process: a fork is only made from a process with one thread,
 or beside Dagster's threads once allowed (``kb_assets.core.forked``), and the test process may
-hold threads of earlier tests. Each build
-there reports whether a copy actually resolved part of it, so a comparison cannot pass by never
-forking.
+hold threads of earlier tests. Each build there reports whether a copy actually resolved part of
+it, so a comparison cannot pass by never forking.
 """
 
 from __future__ import annotations

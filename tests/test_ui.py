@@ -17,19 +17,13 @@ import psutil
 import pytest
 
 from kb_assets.assets.launched import ADOPTED
-from kb_assets.cli.instance import open_instance
 from kb_assets.jobs import INDEX_JOB
-from kb_resources.git.repo import GitRepo
-from kb_resources.settings import load_settings
-from kb_resources.store.engine import open_store
 from tests.gitfixtures import commit_tree, init_repo
 from tests.kbfixtures import KbEnv
 
 QUERY = "{ assetNodes { assetKey { path } assetChecksOrError { ... on AssetChecks { checks { name } } } } }"
 RUNS = (
-    '{ runsOrError(filter: {pipelineName: "%s", '
-    'tags: [{key: "dagster/sensor_name", value: "branch_sensor"}]})'
-    " { ... on Runs { results { runId status } } } }"
+    '{ runsOrError(filter: {pipelineName: "%s"}) { ... on Runs { results { runId status tags { key } } } } }'
 )
 LOGS = '{ logsForRun(runId: "%s") { ... on EventConnection { events { ... on MessageEvent { message } } } } }'
 SENSORS = (
@@ -133,14 +127,12 @@ def test_kb_ui_started_with_sigint_ignored_stops_on_sigint(kb_env: KbEnv, tmp_pa
 @pytest.mark.slow
 def test_a_run_the_sensor_launches_takes_knowbase_s_process_settings(kb_env: KbEnv, tmp_path: Path) -> None:
     """The index run ``branch_sensor`` launches executes in a process the code server started:
-    it takes knowbase's collector thresholds there and lets resolution fork beside Dagster's
-    threads (``kb_assets.assets.launched``), and says so once in the run's log; ``kb index``'s own
-    in-process runs take nothing."""
+    it takes knowbase's process settings there (``kb_assets.assets.launched``) and says so once in
+    the run's log; the in-process run of ``kb index`` on the same instance takes nothing."""
     repo = init_repo(tmp_path / "r")
     commit_tree(repo, {"a.py": "import os\n"}, "first")
     indexed = kb_env.kb("index", repo, "--no-verify")
     assert indexed.code == 0, indexed.stderr
-    assert not _adopted_by_runs(kb_env, repo)
     commit_tree(repo, {"a.py": "import os\n", "b.py": "import a\n"}, "second")
     port = _free_port()
     proc = _start_ui(kb_env, repo, port)
@@ -152,36 +144,33 @@ def test_a_run_the_sensor_launches_takes_knowbase_s_process_settings(kb_env: KbE
                 runs = _graphql(port, RUNS % INDEX_JOB)["data"]["runsOrError"]["results"]
             except (OSError, KeyError, TypeError):
                 runs = []
-            if any(r["status"] in ("SUCCESS", "FAILURE", "CANCELED") for r in runs):
+            if any(_launched(run) and run["status"] in FINISHED for run in runs):
                 break
             time.sleep(1)
-        done = [r for r in runs if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
-        assert done, runs
-        assert {r["status"] for r in done} == {"SUCCESS"}, runs
-        events = _graphql(port, LOGS % done[0]["runId"])["data"]["logsForRun"]["events"]
-        messages = [e.get("message", "") for e in events]
-        adopted = [m for m in messages if m.startswith(ADOPTED.format(forks=""))]
-        assert adopted == [ADOPTED.format(forks=", forks beside Dagster's threads")]
+        done = [run for run in runs if run["status"] in FINISHED]
+        assert {run["status"] for run in done} == {"SUCCESS"}, runs
+        adopted = {run["runId"]: _settings_messages(port, run["runId"]) for run in done}
+        expected = [ADOPTED.format(forks=", forks beside Dagster's threads")]
+        assert {_launched(run) for run in done} == {True, False}  # the sensor's and kb index's
+        assert all(adopted[run["runId"]] == (expected if _launched(run) else []) for run in done), adopted
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=90)
     assert _survivors(port) == [], "kb ui left Dagster processes behind"
 
 
-def _adopted_by_runs(kb_env: KbEnv, repo: Path) -> list[str]:
-    """The settings messages in the logs of every run on ``repo``'s instance."""
-    settings = load_settings(kb_env.environ)
-    with open_store(settings, GitRepo.open(repo).key()) as store:
-        instance = open_instance(settings, store)
-        try:
-            return [
-                str(record.user_message)
-                for run in instance.get_runs()
-                for record in instance.all_logs(run.run_id)
-                if str(record.user_message).startswith(ADOPTED.format(forks=""))
-            ]
-        finally:
-            instance.dispose()
+FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
+
+
+def _launched(run: dict[str, Any]) -> bool:
+    """Whether a run from ``RUNS`` was requested by ``branch_sensor`` (not ``kb index``'s own)."""
+    return any(tag["key"] == "dagster/sensor_name" for tag in run["tags"])
+
+
+def _settings_messages(port: int, run_id: str) -> list[str]:
+    """The messages of a run's log that report knowbase's process settings."""
+    events = _graphql(port, LOGS % run_id)["data"]["logsForRun"]["events"]
+    return [e["message"] for e in events if e.get("message", "").startswith(ADOPTED.format(forks=""))]
 
 
 def _start_ui(

@@ -5,8 +5,8 @@ facts on Django, read and decoded over seconds), and a fork shares it copy-on-wr
 milliseconds. That is safe only under the conditions ``fork`` checks: a POSIX fork on Linux, from
 the main thread of a process with no other thread (a fork copies no other thread, and a lock
 another thread held would stay held in the copy) but, once ``allow_dagster_threads`` was called,
-Dagster's ``BYSTANDERS``, that is not itself a copy, with more than one core allowed. The copy runs one
-function, pickles its value into an unlinked temporary file and leaves with ``os._exit``: no exit
+Dagster's ``BYSTANDERS``, that is not itself a copy, with more than one core allowed. The copy
+runs one function, pickles its value into an unlinked temporary file and leaves with ``os._exit``: no exit
 handler, finalizer or buffered output of this process runs twice, and no inherited database
 connection is used or closed. Whoever forks must get the same answer without the copy: when the
 copy fails, dies (killed for memory, say) or cannot be made, ``result`` is None and the caller does
