@@ -1,6 +1,7 @@
 """The performance benchmark behind ``make bench`` (issue 9): real corpora, the real CLI, figures.
 
-    python bench/run.py [--work DIR] [--package django==5.2.19] [--calls 300] [--embed] [--skip-watch]
+    python bench/run.py [--work DIR] [--package django==5.2.19] [--calls 300] [--skip-watch]
+                        [--embed-package itsdangerous==2.2.0 | --skip-embed] [--embed]
 
 Downloads the corpus as a PyPI sdist (cached under ``--work``), commits it to a fresh git
 repository, and on a fresh embedded store measures, each through the ``kb`` CLI as its own process:
@@ -14,9 +15,11 @@ repository, and on a fresh embedded store measures, each through the ``kb`` CLI 
   being published — the latency a team following a branch sees);
 - ``kb export`` of the whole snapshot;
 - MCP ``get_knowledge`` / ``find_provenance`` latency p50/p95 (``bench/mcp_latency.py``);
-- ``kb embed`` throughput with ``--embed`` (every unit of the snapshot; on Django's ~100k units
-  at the model's ~10 units/s on 2 cores that is hours, so it is opt-in; ``bench/embed_search.py``
-  measures throughput on a FastAPI application).
+- ``kb embed`` throughput on a second, small corpus (``--embed-package``, itsdangerous by default:
+  ~235 units, about half a minute with the model's load): every unit of its snapshot, then a
+  one-file commit on top, which embeds only its new units; ``--embed`` also embeds the whole
+  main corpus (Django's ~88k units at the model's ~10-16 units/s on 2 cores: hours, so opt-in;
+  ``bench/embed_search.py`` measures search quality and throughput on a FastAPI application).
 
 CPU and memory are those of the measured process and its children (parse workers, forked
 copies); the PostgreSQL server's own work is not included (it is not a child) and is visible only
@@ -170,14 +173,13 @@ def corpus(work: Path, requirement: str) -> Path:
                 "--no-deps",
                 "--no-binary",
                 ":all:",
-                "--no-build-isolation",
                 "-d",
                 str(sdists),
                 requirement,
             ],
             check=True,
         )
-        found = [p for p in sdists.iterdir() if p.suffix == ".gz"]
+        found = [p for p in sdists.iterdir() if p.name.lower().startswith(name.lower()) and p.suffix == ".gz"]
     unpack = work / f"{name}.unpack"
     shutil.rmtree(unpack, ignore_errors=True)
     with tarfile.open(sorted(found)[0]) as tar:
@@ -343,6 +345,37 @@ def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> WatchFigures 
             watch.kill()
 
 
+def embed_throughput(work: Path, requirement: str, env: dict[str, str]) -> None:
+    """``kb embed`` of a small corpus's whole snapshot (the model's load included), then of a
+    one-file commit on top of it (only its new units are embedded): each as its own process, with
+    the command's own summary line (units embedded and reused, texts per second)."""
+    repo = corpus(work, requirement)
+    if not indexed(repo, env) or not embedded(repo, env, f"kb embed ({requirement})"):
+        return
+    one_file_commit(repo, 1)
+    if indexed(repo, env):
+        embedded(repo, env, "kb embed after a one-file commit")
+
+
+def indexed(repo: Path, env: dict[str, str]) -> bool:
+    """Index ``repo``'s HEAD, untimed; whether it worked (if not, says why)."""
+    run = measure(kb("index", str(repo), "--gaps", "0"), env)
+    if run.code != 0:
+        print(run.line(f"kb index {repo.name}"))
+    return run.code == 0
+
+
+def embedded(repo: Path, env: dict[str, str], label: str) -> bool:
+    """Time ``kb embed`` of ``repo``'s HEAD and print its figures and summary line; whether it
+    worked."""
+    run = measure(kb("embed", str(repo)), env)
+    print(run.line(label))
+    said = (run.stdout if run.code == 0 else run.stderr).strip().splitlines()
+    if said:
+        print("   ", said[0] if run.code == 0 else said[-1])
+    return run.code == 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "knowbase-bench")
@@ -354,6 +387,12 @@ def main() -> int:
         help="also time `kb embed` of the whole snapshot (~10 units/s on 2 cores: hours on Django)",
     )
     parser.add_argument("--skip-watch", action="store_true")
+    parser.add_argument(
+        "--embed-package",
+        default="itsdangerous==2.2.0",
+        help="the small corpus whose whole snapshot `kb embed` embeds (default %(default)s)",
+    )
+    parser.add_argument("--skip-embed", action="store_true", help="do not time `kb embed` at all")
     args = parser.parse_args()
 
     work: Path = args.work.resolve()
@@ -410,13 +449,10 @@ def main() -> int:
             env=env,
             check=False,
         )
+        if not args.skip_embed:
+            embed_throughput(work, args.embed_package, env)
         if args.embed:
-            embed = measure(kb("embed", str(repo)), env)
-            if embed.code == 0:
-                print(embed.line("kb embed"))
-                print("   ", embed.stdout.strip().splitlines()[-1:] or embed.stderr.strip().splitlines()[-1:])
-            else:
-                print(f"kb embed: not measured (exit {embed.code}: {embed.stderr.strip().splitlines()[-1:]})")
+            embedded(repo, env, "kb embed (the whole main corpus)")
     finally:
         shutil.rmtree(home, ignore_errors=True)
     return 0
