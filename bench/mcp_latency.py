@@ -38,9 +38,10 @@ EMPTY_SERVER = "from mcp.server.mcpserver import MCPServer; MCPServer('empty').r
 class Session:
     """One server process spoken to over its stdin/stdout."""
 
-    def __init__(self, argv: Sequence[str]) -> None:
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             argv,
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -78,10 +79,10 @@ class Session:
         self.proc.wait(timeout=60)
 
 
-def startup(argv: Sequence[str]) -> tuple[Session, float]:
+def startup(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[Session, float]:
     """Spawn a server and complete the handshake; return it and the seconds to ``initialize``."""
     started = time.perf_counter()
-    session = Session(argv)
+    session = Session(argv, env)
     assert session.proc.stdin
     assert session.proc.stdout
     session.proc.stdin.write(json.dumps(INIT) + "\n")
@@ -125,6 +126,22 @@ def targets(session: Session, n: int) -> tuple[list[dict[str, Any]], list[dict[s
         knowledge.append({"target": [item["logical_key"], dotted, file][i % 3]})
         lines.append({"file": file, "line": int(span.split("-")[0])})
     return knowledge, lines
+
+
+def searches(repo: str, queries: Sequence[str], env: dict[str, str]) -> str:
+    """A fresh server's first ``search_knowledge`` (it loads the query's model) and the p50 of the
+    next ones, as one line; the snapshot must have been embedded (``kb embed``)."""
+    session, _ = startup([sys.executable, "-m", "kb_mcp", repo], env)
+    try:
+        first, took = session.call("search_knowledge", {"query": queries[0], "k": 5})
+        rest = [session.call("search_knowledge", {"query": q, "k": 5})[1] for q in queries[1:]]
+    except RuntimeError as exc:
+        return f"search_knowledge: not measured ({exc})"
+    finally:
+        session.close()
+    return f"first search_knowledge (loads the model) {took:.2f} s ({first['status']}); " + figures(
+        "then", rest
+    )
 
 
 def another_commit(session: Session, repo: str, arguments: dict[str, Any]) -> str:

@@ -45,6 +45,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_latency import searches
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -345,6 +347,17 @@ def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> WatchFigures 
             watch.kill()
 
 
+SEARCHES = (
+    "sign a value with a secret key",
+    "check that a signed token has not expired",
+    "serialize data into a URL-safe string",
+    "what happens when a signature does not match",
+    "derive a key from the secret and a salt",
+)
+"""Plain-language questions for ``search_knowledge`` on the embedding corpus (asked four times
+over: latency, not quality, is measured; ``bench/embed_search.py`` measures quality)."""
+
+
 def embed_throughput(work: Path, requirement: str, env: dict[str, str]) -> None:
     """``kb embed`` of a small corpus's whole snapshot (the model's load included), then of a
     one-file commit on top of it (only its new units are embedded): each as its own process, with
@@ -352,6 +365,7 @@ def embed_throughput(work: Path, requirement: str, env: dict[str, str]) -> None:
     repo = corpus(work, requirement)
     if not indexed(repo, env) or not embedded(repo, env, f"kb embed ({requirement})"):
         return
+    print("   ", searches(str(repo), SEARCHES * 4, env))
     one_file_commit(repo, 1)
     if indexed(repo, env):
         embedded(repo, env, "kb embed after a one-file commit")

@@ -230,8 +230,8 @@ print(json.dumps({"before": before, "after": after, "status": found["status"],
 
 
 def test_mcp_server_loads_the_model_on_its_first_semantic_search(arms: dict[str, Arm]) -> None:
-    """Opening the server and answering get_knowledge / list_knowledge imports neither torch nor
-    sentence-transformers; the first semantic search does, and finds the route."""
+    """Opening the server and answering get_knowledge / list_knowledge imports no torch; the first
+    semantic search does (but not the sentence-transformers library), and finds the route."""
     arm = arms["api"]
     env = {**os.environ, **arm.env.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.run(
@@ -245,6 +245,7 @@ def test_mcp_server_loads_the_model_on_its_first_semantic_search(arms: dict[str,
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["before"] == []
-    assert {"torch", "sentence_transformers"} <= set(result["after"])
+    assert "torch" in result["after"]
+    assert "sentence_transformers" not in result["after"]  # ~10 s of import the search never pays
     assert result["status"] == "ok"
     assert "api:POST /api/v1/users/" in result["keys"]

