@@ -72,11 +72,14 @@ _UNGROUNDED_SINCE = (
     + member_of("staged", "t")
     + """)
     SELECT u.artifact_id FROM unproven u
-     WHERE NOT EXISTS (SELECT 1 FROM artifact_derived_from d
-                         JOIN commit_file f ON f.sha = :sha AND f.path = d.path
-                         JOIN blob_span b ON b.blob_id = f.blob_id AND b.parser_version = :parser_version
-                                         AND b.span_id = d.span_id
-                        WHERE d.artifact_id = u.artifact_id)
+      LEFT JOIN LATERAL (
+        SELECT 1 AS hit FROM artifact_derived_from d
+          JOIN commit_file f ON f.sha = :sha AND f.path = d.path
+          JOIN blob_span b ON b.blob_id = f.blob_id AND b.parser_version = :parser_version
+                          AND b.span_id = d.span_id
+         WHERE d.artifact_id = u.artifact_id
+         LIMIT 1) g ON true
+     WHERE g.hit IS NULL
     ORDER BY 1
     """
 )
@@ -85,7 +88,11 @@ UNGROUNDED_SINCE = sa.text(_UNGROUNDED_SINCE)
 new artifacts are ``NEW_STAGED_CTES``'s (0.12 s on Django's call edges when both whole sets were
 expanded and subtracted, ~7 ms now); each touched artifact is looked up in
 the staged sets by its own id (``entry_sets.member_of``); the
-final probes are per unproven artifact, few after a small change."""
+final probes are per unproven artifact, few after a small change. They are written as a ``LATERAL``
+subquery with ``LIMIT 1``, which PostgreSQL cannot turn into a join: the planner cannot estimate
+``new_staged`` (a set difference; 50k rows guessed for 0 on a Django store of 138 commits) and,
+given a ``NOT EXISTS``, chose an anti-join that grounded every grounding row of the store (334k)
+before matching the 34 unproven artifacts: 1.1-1.5 s per extractor instead of 0.02 s (stop 36)."""
 
 
 def proven_base(conn: sa.Connection, sha: str, base: str | None, parser_version: str) -> str | None:
