@@ -29,12 +29,15 @@ TOUCHED_CTES = """
     touched AS MATERIALIZED (
       SELECT DISTINCT d.artifact_id FROM changed c
         JOIN blob_span b ON b.blob_id = c.blob_id AND b.parser_version = :parser_version
-        JOIN artifact_derived_from d ON d.span_id = b.span_id AND d.path = c.path),"""
+        CROSS JOIN LATERAL (SELECT g.artifact_id FROM artifact_derived_from g
+                             WHERE g.span_id = b.span_id AND g.path = c.path OFFSET 0) d),"""
 """The common start of the reads against a base (``:sha``, ``:base``, ``:parser_version``):
 ``changed``, the base's paths whose blob differs at the commit (or that are gone), and
 ``touched``, every artifact with a grounding row that named an occurrence on one of them at the
 base, probed through the grounding rows' ``span_id`` index, so the cost follows the changed files'
-spans, not the snapshot. Statements are composed from module constants only, never from values."""
+spans, not the snapshot (a ``LATERAL`` subquery, which the planner cannot make a join over every
+grounding row whatever it estimates; see ``UNGROUNDED_SINCE``). Statements are composed from
+module constants only, never from values."""
 
 NEW_STAGED_CTES = """
     staged AS (SELECT set_id FROM staged_part WHERE sha = :sha AND extractor_id = :extractor_id),
