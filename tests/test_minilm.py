@@ -69,6 +69,13 @@ def test_a_model_folder_of_another_kind_is_refused_with_the_reason(tmp_path: Pat
     pooling.write_text(json.dumps(config))
     with pytest.raises(EmbedderUnavailableError, match="pooling"):
         LocalEmbedder(path=folder).embed(["text"])
+    config["pooling_mode_cls_token"] = False
+    pooling.write_text(json.dumps(config))
+    (folder / "model.safetensors").symlink_to(model_path() / "model.safetensors")
+    layers = folder / "config.json"
+    layers.write_text(layers.read_text().replace('"num_hidden_layers": 6', '"num_hidden_layers": 7'))
+    with pytest.raises(EmbedderUnavailableError, match=r"weights lack encoder\.layer\.6"):
+        LocalEmbedder(path=folder).embed(["text"])
     (folder / "config.json").unlink()
     with pytest.raises(EmbedderUnavailableError, match=r"config\.json"):
         LocalEmbedder(path=folder).embed(["text"])

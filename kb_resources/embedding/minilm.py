@@ -65,8 +65,23 @@ class Shape:
             heads=int(config["num_attention_heads"]),
             layers=int(config["num_hidden_layers"]),
             eps=float(config["layer_norm_eps"]),
-            max_tokens=int(sentence.get("max_seq_length", config["max_position_embeddings"])),
+            max_tokens=min(
+                int(sentence.get("max_seq_length", config["max_position_embeddings"])),
+                int(config["max_position_embeddings"]),
+            ),
         )
+
+
+def _weight_names(shape: Shape) -> set[str]:
+    """Every weight the forward pass reads, by its name in a ``BertModel``'s state dict."""
+    tables = {f"embeddings.{n}_embeddings" for n in ("word", "position", "token_type")}
+    parts = {"embeddings.LayerNorm"}
+    for layer in range(shape.layers):
+        p = f"encoder.layer.{layer}"
+        parts |= {f"{p}.attention.self.{n}" for n in ("query", "key", "value")}
+        parts |= {f"{p}.{n}" for n in ("attention.output.dense", "attention.output.LayerNorm")}
+        parts |= {f"{p}.{n}" for n in ("intermediate.dense", "output.dense", "output.LayerNorm")}
+    return {f"{n}.weight" for n in tables | parts} | {f"{n}.bias" for n in parts}
 
 
 def _json(path: Path) -> Any:
@@ -87,6 +102,9 @@ class MiniLM:
 
         self.shape = Shape.read(folder)
         self._weights: dict[str, torch.Tensor] = load_file(str(folder / "model.safetensors"))
+        missing = sorted(_weight_names(self.shape) - self._weights.keys())
+        if missing:
+            raise UnsupportedModelError(f"{folder}: the weights lack {', '.join(missing[:3])}")
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.no_padding()  # padded per batch, to its longest text
         self._tokenizer.enable_truncation(self.shape.max_tokens)
