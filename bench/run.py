@@ -1,12 +1,15 @@
 """The performance benchmark behind ``make bench`` (issue 9): real corpora, the real CLI, figures.
 
     python bench/run.py [--work DIR] [--package django==5.2.19] [--calls 300] [--skip-watch]
-                        [--embed-package itsdangerous==2.2.0 | --skip-embed] [--embed]
+                        [--history N] [--embed-package itsdangerous==2.2.0 | --skip-embed] [--embed]
 
 Downloads the corpus as a PyPI sdist (cached under ``--work``), commits it to a fresh git
 repository, and on a fresh embedded store measures, each through the ``kb`` CLI as its own process:
 
 - the full index of the corpus (wall, CPU, peak memory of the ``kb`` process tree);
+- with ``--history N``, N one-file commits indexed by one ``kb watch`` (each commit -> published),
+  so that what follows is measured on a store with history, as a team's store that has followed
+  a branch for weeks is (the index's queries are planned from statistics of every commit);
 - a one-file commit on top of it (cold: a new ``kb index`` process, Dagster run included), and a
   commit that adds one file (the same, through a change of the module map);
 - after each of those two, the run's slowest Dagster steps (``bench/steps.py``), and after each of
@@ -286,10 +289,12 @@ WATCHED_COMMITS = 3
 """Commits the warm-watch figure makes: the first loads the whole program, the others are warm."""
 
 
-def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> WatchFigures | None:
+def warm_watch_latency(
+    repo: Path, env: dict[str, str], n: int, commits: int = WATCHED_COMMITS
+) -> WatchFigures | None:
     """Seconds from one-file commits to their published snapshots under an already running
-    ``kb watch`` (commits ``n`` to ``n + WATCHED_COMMITS - 1``; the first is not timed: it loads the
-    whole program), and the watch's memory after each."""
+    ``kb watch`` (commits ``n`` to ``n + commits - 1``; the first is not timed: it loads the whole
+    program), and the watch's memory after each."""
     import psutil
 
     lines: queue.Queue[str] = queue.Queue()
@@ -330,7 +335,7 @@ def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> WatchFigures 
         _idle(watch.pid)
         seconds: list[float] = []
         memory: list[float] = []
-        for i in range(WATCHED_COMMITS):
+        for i in range(commits):
             took = published(one_file_commit(repo, n + i))
             if took is None:
                 return None
@@ -345,6 +350,28 @@ def warm_watch_latency(repo: Path, env: dict[str, str], n: int) -> WatchFigures 
             watch.wait(timeout=30)
         except subprocess.TimeoutExpired:
             watch.kill()
+
+
+HISTORY_FROM = 1000
+"""The number of the first one-file commit ``--history`` makes (the figures' commits are 1-4)."""
+
+
+def grow_history(repo: Path, env: dict[str, str], commits: int) -> None:
+    """Index ``commits`` one-file commits through one ``kb watch`` and print how long each took
+    (commit -> published): the figures after it are then of a store that has followed a branch,
+    where PostgreSQL plans with statistics of many commits (README, **Checks against the base**)."""
+    started = time.monotonic()
+    grown = warm_watch_latency(repo, env, HISTORY_FROM, commits=commits)
+    if grown is None:
+        print(f"history: the watch did not publish all {commits} commits")
+        return
+    took, elapsed = sorted(grown.seconds), time.monotonic() - started
+    print(
+        f"history: {commits} one-file commits indexed by a warm kb watch in {elapsed:.0f} s"
+        f" (commit -> published after the first: median {took[len(took) // 2]:.2f} s, max {took[-1]:.2f} s;"
+        f" watch RSS at the end {grown.rss_mib[-1]:.0f} MiB)"
+    )
+    store_size(repo, env)
 
 
 SEARCHES = (
@@ -390,7 +417,8 @@ def embedded(repo: Path, env: dict[str, str], label: str) -> bool:
     return run.code == 0
 
 
-def main() -> int:
+def arguments() -> argparse.Namespace:
+    """The command line of ``make bench``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "knowbase-bench")
     parser.add_argument("--package", default="django==5.2.19")
@@ -402,12 +430,24 @@ def main() -> int:
     )
     parser.add_argument("--skip-watch", action="store_true")
     parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        metavar="N",
+        help="before the one-file commits, index N one-file commits with a kb watch, so that those "
+        "figures are of a store with history (~8 s a commit here; stop 36 saw plans change at ~140)",
+    )
+    parser.add_argument(
         "--embed-package",
         default="itsdangerous==2.2.0",
         help="the small corpus whose whole snapshot `kb embed` embeds (default %(default)s)",
     )
     parser.add_argument("--skip-embed", action="store_true", help="do not time `kb embed` at all")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = arguments()
 
     work: Path = args.work.resolve()
     repo = corpus(work, args.package)
@@ -429,6 +469,8 @@ def main() -> int:
         )
         steps(repo, env)
         store_size(repo, env)
+        if args.history > 0:
+            grow_history(repo, env, args.history)
         one_file_commit(repo, 1)
         cold_commit("one-file commit, cold kb index", repo, env)
         store_size(repo, env)
