@@ -168,9 +168,16 @@ def _grounding_scans(plan: dict[str, object]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("query", ["ungrounded", "orphans"])
+@pytest.mark.parametrize(
+    ("statement", "extra"),
+    [
+        (staged_delta.UNGROUNDED_SINCE, {"extractor_id": "test"}),
+        (snapshot_delta.ORPHANS_SINCE, {"model_passes": sorted(MODEL_PASS_IDS)}),
+    ],
+    ids=["ungrounded", "orphans"],
+)
 def test_the_unproven_artifacts_are_probed_one_by_one_whatever_the_planner_prefers(
-    store: Store, query: str
+    store: Store, statement: sa.TextClause, extra: dict[str, object]
 ) -> None:
     """The planner cannot estimate the unproven set (a set difference); on a store with history it
     guessed 50-67k rows for a few dozen and anti-joined every grounding row of the store (seconds
@@ -183,16 +190,8 @@ def test_the_unproven_artifacts_are_probed_one_by_one_whatever_the_planner_prefe
         )
         conn.execute(sa.text("SET LOCAL enable_nestloop = off"))
         conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
-        params = {"sha": HEAD, "base": BASE, "parser_version": PARSER_VERSION}
-        statement = (
-            staged_delta.UNGROUNDED_SINCE.text if query == "ungrounded" else snapshot_delta.ORPHANS_SINCE.text
-        )
-        extra = (
-            {"extractor_id": "test"} if query == "ungrounded" else {"model_passes": sorted(MODEL_PASS_IDS)}
-        )
-        (plan,) = conn.execute(
-            sa.text("EXPLAIN (FORMAT JSON) " + statement), {**params, **extra}
-        ).scalar_one()
+        params = {"sha": HEAD, "base": BASE, "parser_version": PARSER_VERSION, **extra}
+        (plan,) = conn.execute(sa.text("EXPLAIN (FORMAT JSON) " + statement.text), params).scalar_one()
     scans = _grounding_scans(plan["Plan"])
     assert scans
     assert all(("artifact_id =" in c or "span_id =" in c) for c in scans), scans

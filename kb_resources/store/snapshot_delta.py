@@ -68,10 +68,8 @@ ORPHANS_SINCE = sa.text(_ORPHANS_SINCE)
 entries are ``snapshot_reads.ONE_SIDED_CTES``'s ``only_after``; the per-row
 probes run over the touched and unproven entries and the changed files' spans only, few after a
 small change. The probes of the unproven entries are ``LATERAL`` subqueries (``LIMIT 1``,
-``OFFSET 0``) that PostgreSQL cannot turn into joins: it cannot estimate ``unproven`` (67k rows
-guessed for 42 on a Django store of 140 commits) and, given ``NOT EXISTS`` and a plain join, once
-chose to probe every grounding row of the store (318k) and then match the 42: 5.8 s of a one-file
-commit's ``zero_orphans`` where the probes take milliseconds (stop 36)."""
+``OFFSET 0``), for the reason ``staged_delta.UNGROUNDED_SINCE`` gives (here: 67k unproven entries
+guessed for 42, 5.8 s of a one-file commit's ``zero_orphans`` instead of milliseconds)."""
 
 
 def orphans_since(
