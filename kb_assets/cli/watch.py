@@ -18,6 +18,7 @@ from kb_assets.cli.index import report_checks
 from kb_assets.cli.runner import index_commit, kept_interrupt_handlers
 from kb_assets.cli.session import Session, open_session
 from kb_assets.core.callgraph.graph import kept_resolutions
+from kb_assets.core.collector import Reclaimer
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
 from kb_assets.indexing.carries import carried_between_commits, write_kept
@@ -85,14 +86,16 @@ def _watch(session: Session, branches: list[str], max_catchup: int, *, once: boo
     """Rounds until interrupted (or one); 1 when a commit could not be published."""
     failed = False
     gate = WatchGate()
+    reclaimer = Reclaimer()
     while True:
         tips = _tips(session.repo, branches)
         if gate.due(tips, time.monotonic()):
-            failed_now = _round(session, branches, max_catchup)
+            failed_now = _round(session, branches, max_catchup, reclaimer)
             gate.ran(tips, failed=failed_now, now=time.monotonic())
             failed = failed or failed_now
         if once:
             return 1 if failed else 0
+        reclaimer.idle()  # between rounds nobody waits for this process
         time.sleep(interval)
 
 
@@ -102,14 +105,14 @@ def _tips(repo: GitRepo, branches: list[str]) -> dict[str, str | None]:
     return {name: found.get(name) for name in branches}
 
 
-def _round(session: Session, branches: list[str], max_catchup: int) -> bool:
+def _round(session: Session, branches: list[str], max_catchup: int, reclaimer: Reclaimer) -> bool:
     """One look at every branch; returns True when some commit failed."""
     with session.store.engine.connect() as conn:
         published = set(reads.published_commits(conn))
         cursors = reads.branches(conn)
     failed = False
     for plan in plan_branches(session.repo, branches, cursors, published, max_catchup=max_catchup):
-        cursor, ok = _follow(session, plan)
+        cursor, ok = _follow(session, plan, reclaimer)
         failed = failed or not ok
         if cursor is not None and cursor != cursors.get(plan.branch):
             with session.store.engine.begin() as conn:
@@ -118,7 +121,7 @@ def _round(session: Session, branches: list[str], max_catchup: int) -> bool:
     return failed
 
 
-def _follow(session: Session, plan: BranchPlan) -> tuple[str | None, bool]:
+def _follow(session: Session, plan: BranchPlan, reclaimer: Reclaimer) -> tuple[str | None, bool]:
     """Index the plan's commits in order; the new cursor and whether all of them were published."""
     if not plan.to_index:
         if plan.cursor != plan.tip:
@@ -132,7 +135,10 @@ def _follow(session: Session, plan: BranchPlan) -> tuple[str | None, bool]:
         report_checks(outcome.checks)
         if outcome.stats is None:
             print(f"kb: {plan.branch}: {sha[:12]} was not published; will retry", file=sys.stderr)
+        else:
+            print(f"{plan.branch}: {summary_line(outcome.stats)}")
+        reclaimer.indexed()  # once the commit is reported (a failed run leaves garbage too)
+        if outcome.stats is None:
             return cursor, False
-        print(f"{plan.branch}: {summary_line(outcome.stats)}")
         cursor = sha
     return plan.tip, True
