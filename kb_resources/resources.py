@@ -56,7 +56,7 @@ class KnowbaseResource(dg.ConfigurableResource["KnowbaseResource"]):
     max_catchup: int = 50
     embed_provider: str = "local"
     embed_model: str = ""
-    embed_batch_size: int = 64
+    embed_batch_size: int = 0
     embed_base_url: str = ""
 
     @classmethod

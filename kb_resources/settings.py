@@ -29,7 +29,8 @@ class Settings:
     workers: int = 0
     embed_provider: str = "local"
     embed_model: str | None = None
-    embed_batch_size: int = 64
+    embed_batch_size: int = 0
+    """Texts the embedder takes at once (``KB_EMBED_BATCH``); 0: the provider's own default."""
     embed_api_key: str | None = field(default=None, repr=False)
     embed_base_url: str | None = None
     llm_provider: str = "anthropic"
@@ -67,7 +68,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         workers=int(env.get("KB_WORKERS") or 0),
         embed_provider=env.get("KB_EMBED_PROVIDER") or "local",
         embed_model=env.get("KB_EMBED_MODEL") or None,
-        embed_batch_size=int(env.get("KB_EMBED_BATCH") or 64),
+        embed_batch_size=int(env.get("KB_EMBED_BATCH") or 0),
         embed_api_key=env.get("KB_EMBED_API_KEY") or env.get("OPENAI_API_KEY") or None,
         embed_base_url=env.get("KB_EMBED_BASE_URL") or env.get("OPENAI_BASE_URL") or None,
         llm_provider=env.get("KB_LLM_PROVIDER") or "anthropic",

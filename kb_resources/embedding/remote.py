@@ -18,7 +18,9 @@ from kb_resources.embedding.port import STORE_DIM, EmbedderUnavailableError
 
 DEFAULT_MODEL = "text-embedding-3-small"
 MAX_INPUTS = 256
-"""Texts per request (the API takes up to 2048; smaller requests retry cheaper)."""
+"""Texts per request at most (the API takes up to 2048; smaller requests retry cheaper)."""
+DEFAULT_BATCH_SIZE = 64
+"""Texts per request unless ``KB_EMBED_BATCH`` says otherwise."""
 
 
 class OpenAIEmbedder:
@@ -29,11 +31,11 @@ class OpenAIEmbedder:
         model: str | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
-        batch_size: int = MAX_INPUTS,
+        batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
         self.model = model or DEFAULT_MODEL
         self._api_key, self._base_url = api_key, base_url
-        self.batch_size = max(1, min(batch_size, MAX_INPUTS))
+        self.batch_size = min(batch_size, MAX_INPUTS) if batch_size > 0 else DEFAULT_BATCH_SIZE
         self._client: Any = None
         self._lock = threading.Lock()
 
