@@ -119,3 +119,15 @@ def kb_env(blank_database: str, tmp_path: Path) -> Iterator[KbEnv]:
         yield env
     finally:
         env.close()
+
+
+@pytest.fixture
+def other_env(pg_server: PgTestServer, tmp_path: Path) -> Iterator[KbEnv]:
+    """A second, independent knowbase environment (own database and KB_HOME)."""
+    name = pg_server.create_database()
+    env = KbEnv(home=tmp_path / "other_home", db_url=pg_server.url(name))
+    try:
+        yield env
+    finally:
+        env.close()
+        pg_server.drop_database(name)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from kb_resources.settings import load_settings
 from kb_resources.store import reads
 from kb_resources.store.engine import open_store
 from kb_resources.store.snapshot_reads import ArtifactRecord, GroundingLine
-from tests.conftest import PgTestServer
 from tests.gitfixtures import build_repo, commit_tree, init_repo
 from tests.kbfixtures import KbEnv
 
@@ -45,18 +43,6 @@ def history(tmp_path: Path) -> tuple[Path, list[str]]:
     """The history fixture as a git repository and its commit shas, oldest first."""
     repo = tmp_path / "history"
     return repo, build_repo(FIXTURES / "history", repo)
-
-
-@pytest.fixture
-def other_env(pg_server: PgTestServer, tmp_path: Path) -> Iterator[KbEnv]:
-    """A second, independent knowbase environment (own database and KB_HOME)."""
-    name = pg_server.create_database()
-    env = KbEnv(home=tmp_path / "other_home", db_url=pg_server.url(name))
-    try:
-        yield env
-    finally:
-        env.close()
-        pg_server.drop_database(name)
 
 
 def _ids(env: KbEnv, repo: Path, sha: str) -> dict[tuple[str, str], str]:

@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         index,
         introspect,
         model_passes,
+        parse,
         status,
         store_cmds,
         ui,
@@ -51,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     registrations: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Handler]] = [
         ("index", "index a commit into the knowledge store", index.add_arguments, index.run),
+        (
+            "parse",
+            "parse a commit's blobs (--shard K/N: a share of them) into the store's cache ahead of kb index",
+            parse.add_arguments,
+            parse.run,
+        ),
         ("export", "write a commit's snapshot as JSON lines", export.add_export_arguments, export.run_export),
         (
             "spans",
