@@ -1,7 +1,8 @@
 """The performance benchmark behind ``make bench`` (issue 9): real corpora, the real CLI, figures.
 
     python bench/run.py [--work DIR] [--package django==5.2.19] [--calls 300] [--skip-watch]
-                        [--history N] [--embed-package itsdangerous==2.2.0 | --skip-embed] [--embed]
+                        [--history N] [--shards N]
+                        [--embed-package itsdangerous==2.2.0 | --skip-embed] [--embed]
 
 Downloads the corpus as a PyPI sdist (cached under ``--work``), commits it to a fresh git
 repository, and on a fresh embedded store measures, each through the ``kb`` CLI as its own process:
@@ -10,6 +11,9 @@ repository, and on a fresh embedded store measures, each through the ``kb`` CLI 
 - with ``--history N``, N one-file commits indexed by one ``kb watch`` (each commit -> published),
   so that what follows is measured on a store with history, as a team's store that has followed
   a branch for weeks is (the index's queries are planned from statistics of every commit);
+- with ``--shards N``, the same full index on a second, fresh store with its parse done first by
+  N concurrent ``kb parse --shard K/N`` processes (one parse worker each), and whether the two
+  stores export the same bytes (``sharded_index``);
 - a one-file commit on top of it (cold: a new ``kb index`` process, Dagster run included), and a
   commit that adds one file (the same, through a change of the module map);
 - after each of those two, the run's slowest Dagster steps (``bench/steps.py``), and after each of
@@ -398,6 +402,49 @@ def embed_throughput(work: Path, requirement: str, env: dict[str, str]) -> None:
         embedded(repo, env, "kb embed after a one-file commit")
 
 
+def sharded_index(repo: Path, env: dict[str, str], work: Path, shards: int) -> None:
+    """The full index of ``repo``'s HEAD again, on a fresh store, its parse split first over
+    ``shards`` concurrent ``kb parse --shard K/N`` processes of one parse worker each (the shape of
+    N one-core machines sharing a store); then the index, which parses nothing, and a byte
+    comparison of both stores' exports of the commit (``env``'s store holds the plain index)."""
+    home = work / f"home-shards-{os.getpid()}"
+    sharded = {**env, "KB_HOME": str(home)}
+    try:
+        measure(kb("migrate", str(repo)), sharded)
+        parses: dict[int, Measured] = {}
+
+        def parse(k: int) -> None:
+            parses[k] = measure(
+                kb("parse", str(repo), "--shard", f"{k}/{shards}"), {**sharded, "KB_WORKERS": "1"}
+            )
+
+        start = time.monotonic()
+        threads = [threading.Thread(target=parse, args=(k,)) for k in range(shards)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        print(f"{f'{shards} kb parse shards at once':<34} {time.monotonic() - start:8.2f} s wall")
+        for k in range(shards):
+            said = (parses[k].stdout or parses[k].stderr).strip()
+            print(parses[k].line(f"    kb parse --shard {k}/{shards}"))
+            print(f"        {said}")
+        index = measure(kb("index", str(repo), "--gaps", "0"), sharded)
+        print(index.line("full index after the shards"))
+        print(
+            "   ",
+            (index.stdout or index.stderr).strip().splitlines()[0] if (index.stdout or index.stderr) else "",
+        )
+        head = git(repo, "rev-parse", "HEAD")
+        exports = [work / "export-plain.jsonl", work / "export-sharded.jsonl"]
+        for environment, path in zip((env, sharded), exports, strict=True):
+            measure(kb("export", str(repo), "--sha", head), environment, stdout_path=path)
+        same = exports[0].read_bytes() == exports[1].read_bytes() and exports[0].stat().st_size > 0
+        print(f"    its export is {'byte-identical to' if same else 'NOT the same as'} the plain index's")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def indexed(repo: Path, env: dict[str, str]) -> bool:
     """Index ``repo``'s HEAD, untimed; whether it worked (if not, says why)."""
     run = measure(kb("index", str(repo), "--gaps", "0"), env)
@@ -438,6 +485,13 @@ def arguments() -> argparse.Namespace:
         "figures are of a store with history (~8 s a commit here; stop 36 saw plans change at ~140)",
     )
     parser.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also index the corpus on a fresh store after N concurrent `kb parse --shard K/N`",
+    )
+    parser.add_argument(
         "--embed-package",
         default="itsdangerous==2.2.0",
         help="the small corpus whose whole snapshot `kb embed` embeds (default %(default)s)",
@@ -469,6 +523,8 @@ def main() -> int:
         )
         steps(repo, env)
         store_size(repo, env)
+        if args.shards > 0:
+            sharded_index(repo, env, work, args.shards)
         if args.history > 0:
             grow_history(repo, env, args.history)
         one_file_commit(repo, 1)
