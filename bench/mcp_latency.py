@@ -159,6 +159,17 @@ def another_commit(session: Session, repo: str, arguments: dict[str, Any]) -> st
     return f"first call about HEAD~1 (its index built from the newest one's): {took:.2f} s"
 
 
+def memory(session: Session) -> str:
+    """The server process's resident memory now and its peak so far (``/proc``)."""
+    found = {}
+    with open(f"/proc/{session.proc.pid}/status") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                found[name] = int(value.split()[0]) / 1024
+    return f"server RSS {found.get('VmRSS', 0):.0f} MiB (peak {found.get('VmHWM', 0):.0f} MiB)"
+
+
 def figures(label: str, seconds: Sequence[float]) -> str:
     """``label: p50 .. ms, p95 .. ms (n calls)``."""
     ms = sorted(s * 1000 for s in seconds)
@@ -188,13 +199,13 @@ def main() -> int:
     warm_started = time.perf_counter()
     knowledge, lines = targets(session, args.calls)
     first = time.perf_counter() - warm_started
-    print(f"first calls (wait for the store and the newest snapshot): {first:.2f} s")
+    print(f"first calls (wait for the store and the newest snapshot): {first:.2f} s; {memory(session)}")
     for arguments in knowledge[:10]:  # each code path once, outside the measurement
         session.call("get_knowledge", arguments)
     gk = [session.call("get_knowledge", a)[1] for a in knowledge]
     fp = [session.call("find_provenance", a)[1] for a in lines]
     units = sum(len(session.call("get_knowledge", a)[0]["units"]) for a in knowledge[:50]) / 50
-    print(another_commit(session, args.repo, knowledge[0]))
+    print(another_commit(session, args.repo, knowledge[0]) + f"; {memory(session)}")
     session.close()
     print(figures("get_knowledge", gk) + f", {units:.1f} units per answer")
     print(figures("find_provenance", fp))

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from kb_assets.core.models import Artifact, Gap, Grounding, ParsedBlob
-from kb_resources.store import bulk, commit_reads, reads, snapshot_reads, writes
+from kb_resources.store import bulk, commit_reads, reads, snapshot_load, snapshot_reads, writes
 from kb_resources.store.bulk import stored_keys
 from kb_resources.store.engine import Store
 from kb_resources.store.schema import metadata, occurrences
@@ -123,9 +123,10 @@ def test_snapshot_records_take_their_lines_from_the_commit_s_occurrences(store: 
 def test_a_snapshot_read_a_batch_at_a_time_is_whole_and_shares_its_strings(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A whole snapshot is fetched a batch at a time (``kb export`` held every row at once): with
-    batches smaller than the snapshot the records are the same, and every grounding edge that
-    names a span or a file holds the one str object of that name."""
+    """A whole snapshot is fetched a batch at a time (``kb export`` held every row at once, the MCP
+    server every edge): with batches smaller than the snapshot the records are the same, through
+    either read, and every grounding edge that names a span or a file holds the one str object of
+    that name."""
     items = [
         grounded(
             f"call:f{i}", [Grounding(ALPHA.span_id, "m.py", "caller"), Grounding(BETA.span_id, "m.py", "via")]
@@ -139,14 +140,18 @@ def test_a_snapshot_read_a_batch_at_a_time_is_whole_and_shares_its_strings(
         whole = reads.snapshot_records(conn, SHA1)
     monkeypatch.setattr(snapshot_reads, "GROUNDING_BATCH", 2)
     monkeypatch.setattr(snapshot_reads, "RECORD_BATCH", 3)
+    monkeypatch.setattr(snapshot_load, "EDGE_BATCH", 2)
     with store.engine.connect() as conn:
         batched = reads.snapshot_records(conn, SHA1)
+        loaded = reads.load_snapshot(conn, SHA1).records
     assert batched == whole
+    assert loaded == whole
     assert [r.logical_key for r in batched] == [f"call:f{i}" for i in range(7)]
     assert all([g.role for g in r.grounding] == ["caller", "via"] for r in batched)
-    edges = [g for r in batched for g in r.grounding]
-    assert len({id(g.span_id) for g in edges}) == 2
-    assert len({id(g.path) for g in edges}) == 1
+    for records in (batched, loaded):
+        edges = [g for r in records for g in r.grounding]
+        assert len({id(g.span_id) for g in edges}) == 2
+        assert len({id(g.path) for g in edges}) == 1
 
 
 @pytest.mark.parametrize("few_staged", [commit_reads.FEW_STAGED, 0], ids=["few", "many"])
