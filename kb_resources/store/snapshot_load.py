@@ -17,6 +17,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from kb_resources.store import snapshot_reads
 from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
@@ -134,7 +135,7 @@ def load_snapshot(conn: sa.Connection, sha: str, only: Collection[str] | None = 
     )
     records = [
         artifact_record(row, tuple(sorted(grounding.get(row[0], ()), key=_edge_order)))
-        for row in conn.execute(query)
+        for row in conn.execute(query.execution_options(yield_per=snapshot_reads.RECORD_BATCH))
     ]
     records.sort(key=lambda r: (r.logical_key, r.kind, r.artifact_id))
     return LoadedSnapshot(records, _span_names(conn, span_ids))
