@@ -75,6 +75,11 @@ class Measured:
     """File-backed pages (libraries' code, mostly) of the largest process's highest sampled RSS:
     the part of a peak that differs between machines with the same data."""
 
+    def said(self) -> str:
+        """The first line the process printed (its summary line), from stdout, else stderr."""
+        lines = (self.stdout or self.stderr).strip().splitlines()
+        return lines[0] if lines else ""
+
     def line(self, label: str) -> str:
         status = "" if self.code == 0 else f"  (exit {self.code}: {self.stderr.strip().splitlines()[-1:]})"
         return (
@@ -426,15 +431,11 @@ def sharded_index(repo: Path, env: dict[str, str], work: Path, shards: int) -> N
             thread.join()
         print(f"{f'{shards} kb parse shards at once':<34} {time.monotonic() - start:8.2f} s wall")
         for k in range(shards):
-            said = (parses[k].stdout or parses[k].stderr).strip()
             print(parses[k].line(f"    kb parse --shard {k}/{shards}"))
-            print(f"        {said}")
+            print(f"        {parses[k].said()}")
         index = measure(kb("index", str(repo), "--gaps", "0"), sharded)
         print(index.line("full index after the shards"))
-        print(
-            "   ",
-            (index.stdout or index.stderr).strip().splitlines()[0] if (index.stdout or index.stderr) else "",
-        )
+        print("   ", index.said())
         head = git(repo, "rev-parse", "HEAD")
         exports = [work / "export-plain.jsonl", work / "export-sharded.jsonl"]
         for environment, path in zip((env, sharded), exports, strict=True):
@@ -517,10 +518,7 @@ def main() -> int:
         print(migrate.line("kb migrate (first use, not indexed)"))
         full = measure(kb("index", str(repo), "--gaps", "0"), env)
         print(full.line("full index"))
-        print(
-            "   ",
-            (full.stdout or full.stderr).strip().splitlines()[0] if (full.stdout or full.stderr) else "",
-        )
+        print("   ", full.said())
         steps(repo, env)
         store_size(repo, env)
         if args.shards > 0:

@@ -142,3 +142,16 @@ def test_a_load_right_after_the_parse_takes_its_blobs_from_memory(
     assert asked == [blob_ids]
     assert from_memory == from_store
     assert any(facts for _, facts in from_store.values())
+
+
+def test_a_parse_that_no_load_follows_keeps_nothing_in_memory(store: Store, tmp_path: Path) -> None:
+    """``keep=False`` (``kb parse``): the blobs are cached in the store and none stays in memory,
+    not even one an earlier parse of this process kept for its load."""
+    repo, blob_ids = _repo(tmp_path)
+    half = len(blob_ids) // 2
+    parse.ensure_parsed(repo, store.engine, blob_ids[:half], limits=ParseLimits(), workers=1)
+    done = parse.ensure_parsed(repo, store.engine, blob_ids, limits=ParseLimits(), workers=1, keep=False)
+    assert done == set(blob_ids[half:])
+    assert parse.take_parsed(store.engine, blob_ids) == {}
+    with store.engine.connect() as conn:
+        assert reads.parsed_blob_ids(conn, parser_version(), blob_ids) == set(blob_ids)

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from kb_assets.core.models import Artifact, Gap, Grounding, ParsedBlob
-from kb_resources.store import bulk, commit_reads, reads, snapshot_load, snapshot_reads, writes
+from kb_resources.store import bulk, commit_reads, reads, snapshot_reads, writes
 from kb_resources.store.bulk import stored_keys
 from kb_resources.store.engine import Store
 from kb_resources.store.schema import metadata, occurrences
@@ -140,7 +140,6 @@ def test_a_snapshot_read_a_batch_at_a_time_is_whole_and_shares_its_strings(
         whole = reads.snapshot_records(conn, SHA1)
     monkeypatch.setattr(snapshot_reads, "GROUNDING_BATCH", 2)
     monkeypatch.setattr(snapshot_reads, "RECORD_BATCH", 3)
-    monkeypatch.setattr(snapshot_load, "EDGE_BATCH", 2)
     with store.engine.connect() as conn:
         batched = reads.snapshot_records(conn, SHA1)
         loaded = reads.load_snapshot(conn, SHA1).records

@@ -7,11 +7,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kb_assets.cli.progress import TerminalProgress
+from kb_assets.cli.progress import drawn_progress
 from kb_assets.cli.session import open_session
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.preparse import Shard, pre_parse
-from kb_assets.indexing.progress import set_reporter
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,15 +31,10 @@ def run(args: argparse.Namespace) -> int:
     sha = session.repo.resolve(args.sha)
     settings = session.settings
     limits = ParseLimits(max_bytes=settings.max_file_bytes, timeout_s=settings.parse_timeout_s)
-    progress = TerminalProgress(sys.stderr)
-    set_reporter(progress)
-    try:
+    with drawn_progress(sys.stderr):
         done = pre_parse(
             session.repo, session.store.engine, sha, shard, limits=limits, workers=settings.workers
         )
-    finally:
-        progress.close()
-        set_reporter(None)
     print(
         f"parsed {sha[:12]} shard {shard}: {done.in_shard} of {done.blobs} blobs "
         f"({done.parsed} parsed, {done.in_shard - done.parsed} already cached)"

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TextIO
+
+from kb_assets.indexing.progress import set_reporter
 
 
 class TerminalProgress:
@@ -30,3 +34,16 @@ class TerminalProgress:
         if self._drawn:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
+
+
+@contextmanager
+def drawn_progress(stream: TextIO) -> Iterator[None]:
+    """Within: long steps report their progress on ``stream`` (a terminal; nothing when piped), and
+    the line is cleared on the way out."""
+    progress = TerminalProgress(stream)
+    set_reporter(progress)
+    try:
+        yield
+    finally:
+        progress.close()
+        set_reporter(None)

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from kb_assets.cli.progress import TerminalProgress
+from kb_assets.cli.progress import drawn_progress
 from kb_assets.cli.session import Session
 from kb_assets.core.errors import CheckFailedError, KbError
 from kb_assets.core.models import Gap
 from kb_assets.core.summary import IndexStats
 from kb_assets.indexing.prefetch import prefetching
-from kb_assets.indexing.progress import set_reporter
 from kb_gates.check_process import CHECK_PROCESS
 from kb_resources.store import reads
 from kb_resources.store.failures import lost_store
@@ -141,11 +140,10 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
     if not instance.has_dynamic_partition("commits", sha):
         instance.add_dynamic_partitions("commits", [sha])
     logging.getLogger("dagster").setLevel(logging.ERROR)
-    progress = TerminalProgress(sys.stderr)
-    set_reporter(progress)
     run_id = str(uuid.uuid4())
     try:
-        with kept_interrupt_handlers(), quiet_store_loss(), prefetching():  # steps run here: ``prefetch``
+        with drawn_progress(sys.stderr), kept_interrupt_handlers(), quiet_store_loss(), prefetching():
+            # the steps run here (``prefetch``)
             return defs.resolve_job_def(job).execute_in_process(
                 partition_key=sha,
                 instance=instance,
@@ -167,9 +165,6 @@ def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], ta
         if type(err).__name__ == "DagsterExecutionInterruptedError":
             raise KeyboardInterrupt from None
         raise
-    finally:
-        progress.close()
-        set_reporter(None)
 
 
 def instance_and_definitions(session: Session) -> tuple[Any, Any]:

@@ -54,8 +54,11 @@ def ensure_parsed(
     limits: ParseLimits,
     workers: int,
     force: bool = False,
+    keep: bool = True,
 ) -> set[str]:
-    """Parse and cache every blob not cached yet (all of them when ``force``); returns those parsed."""
+    """Parse and cache every blob not cached yet (all of them when ``force``); returns those parsed.
+    With ``keep``, what was written stays in memory for the load that follows (``_written``); a
+    process that loads no program after its parse (``preparse``) passes ``keep=False``."""
     pv = parser_version()
     with engine.connect() as conn:
         cached = reads.parsed_blob_ids(conn, pv, blob_ids)
@@ -79,13 +82,15 @@ def ensure_parsed(
         pending += batch
         if len(pending) >= WRITE_BLOBS:
             _write(engine, pv, pending, cached if force else set(), log)
-            written.update((blob.blob_id, blob) for blob in pending)
+            if keep:
+                written.update((blob.blob_id, blob) for blob in pending)
             pending = []
     _write(engine, pv, pending, cached if force else set(), log)
-    written.update((blob.blob_id, blob) for blob in pending)
+    if keep:
+        written.update((blob.blob_id, blob) for blob in pending)
     with engine.begin() as conn:
         refresh_statistics(conn, log)
-    _written = ((str(engine.url), pv), written)
+    _written = ((str(engine.url), pv), written) if keep else None
     return set(todo)
 
 

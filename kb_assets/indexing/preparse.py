@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.spans import ParseLimits
-from kb_assets.indexing.parse import READABLE, ensure_parsed, forget_parsed
+from kb_assets.indexing.parse import READABLE, ensure_parsed
 from kb_resources.git.repo import GitRepo
 
 _SHARD = re.compile(r"(\d+)/(\d+)")
@@ -60,7 +60,6 @@ class Shard:
 class PreParsed:
     """What one shard's parse found and did."""
 
-    sha: str
     blobs: int
     """Distinct readable ``.py`` blobs of the commit (every shard)."""
     in_shard: int
@@ -82,8 +81,5 @@ def pre_parse(
     files = repo.python_files(sha)
     blob_ids = sorted({f.blob_id for f in files if f.mode.value in READABLE})
     mine = [b for b in blob_ids if shard.holds(b)]
-    try:
-        parsed = ensure_parsed(repo, engine, mine, limits=limits, workers=workers)
-    finally:
-        forget_parsed()  # this process loads no program: keep no parse in memory for one
-    return PreParsed(sha=sha, blobs=len(blob_ids), in_shard=len(mine), parsed=len(parsed))
+    parsed = ensure_parsed(repo, engine, mine, limits=limits, workers=workers, keep=False)
+    return PreParsed(blobs=len(blob_ids), in_shard=len(mine), parsed=len(parsed))

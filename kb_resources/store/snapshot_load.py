@@ -62,25 +62,21 @@ def _only(column: sa.ColumnElement[str], only: Collection[str] | None) -> list[s
 
 def _edges(conn: sa.Connection, sha: str, only: Collection[str] | None) -> list[tuple[str, str, str, str]]:
     """(artifact_id, span_id, path, role) of every grounding edge of the snapshot (or of ``only``),
-    fetched a batch at a time, with one str per distinct span id, path and role: the server keeps
-    the snapshot, and a span is named by many edges (Django: 334k edges naming 37k spans in 2.1k
-    files), so every edge's own copies were ~60 MiB of each snapshot it holds."""
+    fetched a batch at a time, with one str per distinct span id, path and role (as
+    ``snapshot_reads._grounding`` reads them): the server keeps the snapshot, and every edge's own
+    copies were ~60 MiB of each Django snapshot it holds."""
     d, s = artifact_derived_from.c, snapshot_entry.c
     query = (
         sa.select(d.artifact_id, d.span_id, d.path, d.role)
         .join(snapshot_entry, s.artifact_id == d.artifact_id)
         .where(s.sha == sha, *_only(s.artifact_id, only))
     )
+    rows = conn.execute(query.execution_options(yield_per=snapshot_reads.GROUNDING_BATCH))
     shared: dict[str, str] = {}
     one = shared.setdefault
     return [
-        (aid, one(span_id, span_id), one(path, path), one(role, role))
-        for aid, span_id, path, role in conn.execute(query.execution_options(yield_per=EDGE_BATCH))
+        (aid, one(span_id, span_id), one(path, path), one(role, role)) for aid, span_id, path, role in rows
     ]
-
-
-EDGE_BATCH = 20_000
-"""Grounding edges fetched per round trip."""
 
 
 def _lines(
