@@ -69,7 +69,7 @@ def test_checks_read_a_large_staged_set_against_the_indexed_base(
     """With every non-empty staged set counted as large, a full index checks whole sets, the next
     commit's checks (and its span frame and zero-orphans checks, whatever the size) name its base
     as what they were read against, and both commits publish."""
-    monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
+    monkeypatch.setattr(commit_reads, "DELTA_MIN_STAGED", 0)
     monkeypatch.setattr(staged_delta, "GROUNDED_DELTA_MAX_CHANGED", 1.0)  # a fixture's change is large
     kb_env.extra["KB_VERIFY_MAX_FILES"] = "0"  # ids_reproducible takes the stored sample
     repo, shas = _two_commits_indexed(kb_env, tmp_path)
@@ -91,7 +91,7 @@ def test_a_new_ungrounded_artifact_is_caught_against_the_base(
 ) -> None:
     """An artifact staged at the commit and absent from the base's snapshot is checked: one with no
     grounding at the commit is reported, and the frame check counts it, alone."""
-    monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
+    monkeypatch.setattr(commit_reads, "DELTA_MIN_STAGED", 0)
     repo, shas = _two_commits_indexed(kb_env, tmp_path)
     with open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()) as store:
         with store.engine.begin() as conn:
@@ -114,7 +114,7 @@ def test_after_a_large_change_the_grounded_check_reads_the_whole_set(
     """The fixture's second commit changes more than ``GROUNDED_DELTA_MAX_CHANGED`` of its files:
     ``every_artifact_grounded`` then reads the whole staged set (``since`` is none), while the
     frame check still reads only what the base lacks."""
-    monkeypatch.setattr(commit_reads, "FEW_STAGED", 0)
+    monkeypatch.setattr(commit_reads, "DELTA_MIN_STAGED", 0)
     repo, shas = _two_commits_indexed(kb_env, tmp_path)
     with open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()) as store:
         with store.engine.connect() as conn:

@@ -79,11 +79,11 @@ def test_delta_base_only_for_a_large_set_and_a_proven_base(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The base is used only when it is another, published commit located with the same parser
-    version, and only for a staged set above ``FEW_STAGED`` (a small one is checked whole)."""
+    version, and only for a staged set above ``DELTA_MIN_STAGED`` (a small one is checked whole)."""
     with store.engine.begin() as conn:
         _index(conn, {"m.py": [ALPHA], "n.py": [BETA], "p.py": [DELTA]})
         assert reads.delta_base(conn, HEAD, "test", BASE, PARSER_VERSION) is None  # 6 entries: few
-        monkeypatch.setattr(commit_reads, "FEW_STAGED", 5)
+        monkeypatch.setattr(commit_reads, "DELTA_MIN_STAGED", 5)
         assert reads.delta_base(conn, HEAD, "test", BASE, PARSER_VERSION) == BASE
         assert reads.delta_base(conn, HEAD, "test", None, PARSER_VERSION) is None
         assert reads.delta_base(conn, HEAD, "test", HEAD, PARSER_VERSION) is None  # not published
@@ -117,7 +117,7 @@ def test_the_grounded_check_reads_against_the_base_only_after_a_small_change(
     """``grounded_base`` keeps the base only while the share of the base's files that changed or
     went is at most ``GROUNDED_DELTA_MAX_CHANGED`` (past it, probing every touched base artifact
     costs more than reading the whole set); the other checks' base does not depend on it."""
-    monkeypatch.setattr(commit_reads, "FEW_STAGED", 5)
+    monkeypatch.setattr(commit_reads, "DELTA_MIN_STAGED", 5)
     with store.engine.begin() as conn:
         _index(conn, head_files)
         assert staged_delta.changed_share(conn, HEAD, BASE) == pytest.approx(1 / 3)
