@@ -94,3 +94,30 @@ def test_another_role_analyzes_without_touching_the_timeout(store: Store, sent: 
         with store.engine.connect() as admin:
             admin.execute(sa.text(f'DROP ROLE "{role}"'))
             admin.commit()
+
+
+def test_an_analysis_at_a_target_samples_at_it_then_restores_the_default(
+    store: Store, sent: list[str]
+) -> None:
+    """``target`` holds for the one statement: the histogram has that many buckets, and the
+    session's default is what it was."""
+    with store.engine.begin() as conn:
+        default = conn.execute(sa.text("SHOW default_statistics_target")).scalar()
+        conn.execute(
+            sa.text(
+                "CREATE TEMP TABLE scratch ON COMMIT DROP AS SELECT g AS x FROM generate_series(1, 20000) g"
+            )
+        )
+        analyze(conn, "scratch", target=10)
+        assert conn.execute(sa.text("SHOW default_statistics_target")).scalar() == default
+        bounds = conn.execute(
+            sa.text(
+                "SELECT cardinality(histogram_bounds::text::int[]) FROM pg_stats WHERE tablename = 'scratch'"
+            )
+        ).scalar()
+    assert bounds == 11  # 10 buckets (101 at the default target of 100)
+    assert sent[-4:-1] == [  # then the deadlock timeout is put back
+        "SELECT set_config(%s, %s, true) ['default_statistics_target', '10']",
+        'ANALYZE "scratch"',
+        f"SELECT set_config(%s, %s, true) ['default_statistics_target', '{default}']",
+    ]

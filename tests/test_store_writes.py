@@ -414,6 +414,23 @@ def test_a_commits_files_are_known_to_the_planner_once_written(store: Store) -> 
         assert _estimated_files(conn, SHA1) == 40
 
 
+def test_a_commits_files_are_estimated_from_a_sample_once_the_table_outgrows_it(store: Store) -> None:
+    """The commit files' analysis samples 300 rows per unit of ``COMMIT_FILE_STATISTICS``: once the
+    table holds more rows than that, the newest commit's files are still estimated near their
+    real count, as each earlier commit's are."""
+    per_commit = 400
+    shas = [sha_of(f"commit{n}") for n in range(12)]  # 4,800 rows against a 3,000-row sample
+    files = [(f"m{i}.py", sha_of(f"blob{i}")[:40], "regular", 10, f"m{i}", False) for i in range(per_commit)]
+    assert len(shas) * per_commit > 300 * writes.COMMIT_FILE_STATISTICS
+    for sha in shas:
+        with store.engine.begin() as conn:
+            writes.upsert_commit(conn, sha=sha, tree_id=sha, parents=[], committed_at=COMMITTED_AT)
+            writes.replace_commit_files(conn, sha, files)
+    with store.engine.connect() as conn:
+        estimates = [_estimated_files(conn, sha) for sha in shas]
+    assert all(0.75 * per_commit <= e <= 1.25 * per_commit for e in estimates), estimates
+
+
 def test_a_commits_occurrences_are_counted_per_file(store: Store) -> None:
     """Counted from each file's highest span ordinal, a commit's occurrences are as many as the
     located rows: files sharing a blob each count it, a file without spans counts nothing."""

@@ -78,6 +78,15 @@ COMMIT_FILE_ANALYZED = ("sha", "path", "blob_id")
 only (the module, mode, size and package flag are only selected). On Django's table at 37
 commits (104k rows): 70-82 ms, against 116-146 ms for every column."""
 
+COMMIT_FILE_STATISTICS = 10
+"""The statistics target of that analysis: 3,000 sampled rows instead of the default 30,000. On
+Django's table at 49 commits (138k rows) it took 23-25 ms instead of 142-144 ms, on every commit's
+path, and the estimates the checks' plans use stay close: the newest commit's files 2,802 rows
+(2,869-2,947 at the default; 2,824 in fact), distinct paths 2,720 (2,824), blob ids 1,904
+(2,205-2,208). What shrinks is the lists of most common values (the sha's 49 -> 1, the path's
+11-15 -> 0), which matter for values much more frequent than others: each commit's sha, path and
+blob id are about as frequent as the others'."""
+
 
 def replace_commit_files(conn: sa.Connection, sha: str, rows: Iterable[CommitFileRow]) -> int:
     """Make ``rows`` the files of commit ``sha``; return how many were written.
@@ -94,7 +103,7 @@ def replace_commit_files(conn: sa.Connection, sha: str, rows: Iterable[CommitFil
     conn.execute(sa.delete(commit_file).where(commit_file.c.sha == sha))
     columns = ("sha", "path", "blob_id", "mode", "size", "module", "is_package")
     written = copy_rows(conn, "commit_file", columns, ((sha, *row) for row in rows))
-    analyze(conn, "commit_file", COMMIT_FILE_ANALYZED)
+    analyze(conn, "commit_file", COMMIT_FILE_ANALYZED, target=COMMIT_FILE_STATISTICS)
     return written
 
 
