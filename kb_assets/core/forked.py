@@ -125,15 +125,40 @@ class Forked(Generic[T]):
         self._file.close()
 
 
+HELD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+"""Signals held while the process forks (``fork``)."""
+
+
 def fork(work: Callable[[], T]) -> Forked[T] | None:
-    """Start ``work`` in a forked copy of this process, or None when ``can_fork`` says no."""
+    """Start ``work`` in a forked copy of this process, or None when ``can_fork`` says no.
+
+    Ctrl-C and SIGTERM are held (blocked) until the copy is made and known: CPython runs the
+    ``os.register_at_fork`` callbacks (``logging``'s lock release) around a fork, and the
+    ``KeyboardInterrupt`` a handler raises inside one is printed as "Exception ignored" and lost.
+    A ``kb watch`` stopped while it forked the copy that writes its resolutions kept running (1 in
+    6 runs of ``tests/test_watch.py``'s stop, under load). A signal held is handled once the
+    copy is made; the copy is then stopped and the caller sees the ``KeyboardInterrupt``."""
     if not can_fork():
         return None
     file = tempfile.TemporaryFile()  # noqa: SIM115 - handed to ``Forked``, which closes it
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the copy; coverage does not follow it
-        _run_copy(work, file)
-    return Forked(pid, file)
+    copy: Forked[T] | None = None
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the copy; coverage does not follow it
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # none is pending in a copy
+                _run_copy(work, file)
+            copy = Forked(pid, file)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a held signal is handled here
+    except BaseException:
+        if copy is not None:
+            copy.stop()
+        else:
+            file.close()
+        raise
+    return copy
 
 
 def _run_copy(work: Callable[[], T], file: IO[bytes]) -> None:
