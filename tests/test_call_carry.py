@@ -28,6 +28,7 @@ from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing import carries, extract
 from kb_assets.indexing.load import forget_programs, load_program
+from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import bulk
@@ -357,6 +358,11 @@ def test_kb_watch_carries_edges_and_publishes_the_cold_ids(
     resolved = _metadata(repo, "files_resolved_again")
     assert shas[0] not in resolved  # the first index: nothing to start from
     assert all(0 < resolved[sha] < len(V1) for sha in shas[1:]), resolved  # type: ignore[operator]
+    # It leaves them for the next run beside the carry, as of its last commit, not the file the
+    # ``kb index`` run left at the first.
+    left = ResolutionFile(resolutions_file(path)).load()
+    assert left is not None
+    assert left.sha == shas[-1]
 
 
 def _recorded_lookups(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -23,6 +23,7 @@ from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
 from kb_assets.indexing.carries import carried_between_commits, write_kept
 from kb_assets.indexing.follow import BranchPlan, plan_branches, watched_branches
+from kb_assets.indexing.resolution_files import write_kept_resolutions
 from kb_assets.indexing.watch_gate import WatchGate
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads, writes
@@ -117,7 +118,9 @@ def _round(session: Session, branches: list[str], max_catchup: int, reclaimer: R
         if cursor is not None and cursor != cursors.get(plan.branch):
             with session.store.engine.begin() as conn:
                 writes.set_branch(conn, plan.branch, cursor)
-    write_kept()  # once the round's commits are published, not on each one's way there
+    written = write_kept()  # once the round's commits are published, not on each one's way there
+    if written is not None:
+        write_kept_resolutions(written)
     return failed
 
 

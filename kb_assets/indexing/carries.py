@@ -51,13 +51,16 @@ def carried_between_commits() -> Iterator[None]:
         _watching, _kept, _stored_in, _unwritten = previous
 
 
-def write_kept() -> None:
+def write_kept() -> Path | None:
     """Write the kept carry to its file if it remembers a commit the file does not (best effort,
-    as ``keep_carry``): ``kb watch`` calls it when a round's commits are published."""
+    as ``keep_carry``): ``kb watch`` calls it when a round's commits are published. The file
+    written, if one was."""
     global _unwritten
     path, _unwritten = _unwritten, None
-    if path is not None and _kept is not None:
-        keep_carry(_kept, path)
+    if path is None or _kept is None:
+        return None
+    keep_carry(_kept, path)
+    return path
 
 
 def carry_file(kb_home: Path, repo_key: str) -> Path:

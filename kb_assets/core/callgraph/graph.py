@@ -243,6 +243,12 @@ def kept_resolutions() -> Iterator[None]:
         _keeping, _kept = previous, None
 
 
+def kept_now() -> Resolutions | None:
+    """What the last build kept while ``kept_resolutions`` is active (None before one), for a
+    watch to leave in a ``resolutions_in`` file between its rounds."""
+    return _kept
+
+
 def build(program: Program) -> CallGraph:
     """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``);
     from the last build's resolutions when this process keeps them, else from those of the
