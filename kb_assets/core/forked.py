@@ -26,6 +26,8 @@ from contextlib import suppress
 from types import TracebackType
 from typing import IO, Generic, TypeVar
 
+from kb_assets.core.collector import HELD_SIGNALS
+
 T = TypeVar("T")
 
 _workers = 0
@@ -125,19 +127,16 @@ class Forked(Generic[T]):
         self._file.close()
 
 
-HELD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
-"""Signals held while the process forks (``fork``)."""
-
-
 def fork(work: Callable[[], T]) -> Forked[T] | None:
     """Start ``work`` in a forked copy of this process, or None when ``can_fork`` says no.
 
     Ctrl-C and SIGTERM are held (blocked) until the copy is made and known: CPython runs the
     ``os.register_at_fork`` callbacks (``logging``'s lock release) around a fork, and the
     ``KeyboardInterrupt`` a handler raises inside one is printed as "Exception ignored" and lost.
-    A ``kb watch`` stopped while it forked the copy that writes its resolutions kept running (1 in
-    6 runs of ``tests/test_watch.py``'s stop, under load). A signal held is handled once the
-    copy is made; the copy is then stopped and the caller sees the ``KeyboardInterrupt``."""
+    A ``kb watch`` stopped while it forked the copy that writes its resolutions kept running (4
+    of 18 stops, as ``tests/test_watch.py`` makes them, under load). The signals are those a full
+    collection holds (``collector.HELD_SIGNALS``); one held here is handled once the copy is
+    made, and the copy is then stopped and the caller sees the ``KeyboardInterrupt``."""
     if not can_fork():
         return None
     file = tempfile.TemporaryFile()  # noqa: SIM115 - handed to ``Forked``, which closes it

@@ -123,9 +123,9 @@ def write_kept_resolutions(carry_path: Path) -> None:
     A watch keeps them in memory and wrote none, so a ``kb index`` run after it (or the next
     watch) started from the last ``kb index`` run's file, older by every watched commit: on
     Django, after a watch that had indexed a new module, the next one-file commit's cold run built
-    the whole call graph again (3.6 s of its step under py-spy) instead of the ~25 files its
-    change reaches. The copy that writes the file is waited for: between rounds nobody waits for
-    the watch."""
+    the whole call graph again (``call_edges`` 9.06 s) instead of resolving the 7 files its
+    change reaches (4.59 s). The copy that writes the file is waited for: between rounds nobody
+    waits for the watch."""
     kept = kept_now()
     if kept is not None:
         with ResolutionFile(resolutions_file(carry_path)) as file:
