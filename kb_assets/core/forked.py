@@ -140,22 +140,21 @@ def fork(work: Callable[[], T]) -> Forked[T] | None:
     if not can_fork():
         return None
     file = tempfile.TemporaryFile()  # noqa: SIM115 - handed to ``Forked``, which closes it
-    copy: Forked[T] | None = None
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
     try:
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
-        try:
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the copy; coverage does not follow it
-                signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # none is pending in a copy
-                _run_copy(work, file)
-            copy = Forked(pid, file)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a held signal is handled here
+        pid = os.fork()
+    except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        file.close()
+        raise
+    if pid == 0:  # pragma: no cover - the copy; coverage does not follow it
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # nothing is pending in a copy
+        _run_copy(work, file)
+    copy: Forked[T] = Forked(pid, file)
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a held signal's handler runs here
     except BaseException:
-        if copy is not None:
-            copy.stop()
-        else:
-            file.close()
+        copy.stop()
         raise
     return copy
 
