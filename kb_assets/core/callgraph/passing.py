@@ -99,21 +99,35 @@ class Passings:
     def resolve(self, graph: CallGraph) -> set[tuple[str, str]]:
         """Add an edge from each parameter call to each function passed into that parameter,
         following parameters forwarded as arguments into further calls (cycle-safe); the keys of
-        the edges it added to."""
+        the edges it added to.
+
+        An argument's value is made a callee (``Resolved.through``) only when its parameter
+        reaches a parameter call: on Django 217 parameter calls meet 41,826 arguments, and
+        making every one took ~35 ms of each warm commit."""
         added: set[tuple[str, str]] = set()
-        passed: dict[_Key, list[Resolved]] = {}
         forwards: dict[_Key, list[_Key]] = {}
-        for key in sorted(self.arguments):
-            for value, via in self.arguments[key]:
+        keys = sorted(self.arguments)
+        for key in keys:
+            for value, _ in self.arguments[key]:
                 if value is not None and type(value.value) is Param:
                     source = (value.value.path, value.value.scope, value.value.name)
                     forwards.setdefault(source, []).append(key)
-                elif value is not None:
-                    passed.setdefault(key, []).append(value.through(via))
-        for key in sorted(passed):
-            for reached in _closure(key, forwards):
-                for caller, offset, main in self.calls.get(reached, []):
-                    for value in passed[key]:
+        calls = self.calls
+        for key in keys:
+            arguments = self.arguments[key]
+            if not any(value is not None and type(value.value) is not Param for value, _ in arguments):
+                continue
+            reached = [calls[r] for r in _closure(key, forwards) if r in calls]
+            if not reached:
+                continue
+            passed = [
+                value.through(via)
+                for value, via in arguments
+                if value is not None and type(value.value) is not Param
+            ]
+            for sites in reached:
+                for caller, offset, main in sites:
+                    for value in passed:
                         for callee, forms, shift, via in targets(self.ev, value):
                             kept = (forms & ~_DROPPED) | FORM["passed_function"]
                             site = (caller.path, caller.span, offset)
