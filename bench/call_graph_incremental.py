@@ -47,11 +47,23 @@ def shape(built: CallGraph) -> Any:
     return edges, list(built.externals.items()), list(built.nodes.items()), sorted(built.stats.items())
 
 
-def timed(previous: Resolutions | None, program: Any) -> tuple[CallGraph, Resolutions | None, float]:
+def timed(
+    previous: Resolutions | None, program: Any, prior: Any = None
+) -> tuple[CallGraph, Resolutions | None, float]:
     start = time.perf_counter()
     with paused_gc():
-        built, kept = graph._build(program, previous=previous, keep=True)
+        built, kept = graph._build(program, previous=previous, keep=True, prior=prior)
     return built, kept, time.perf_counter() - start
+
+
+def reusing(
+    previous: Resolutions, prior: Any, program: Any, full: CallGraph
+) -> tuple[CallGraph, Resolutions | None, str]:
+    """The build a watch makes (the previous build's edges taken where no change reaches them,
+    ``callgraph.reuse``), checked against ``full``, and a note of its time."""
+    built, kept, took = timed(previous, program, prior)
+    same = shape(built) == shape(full)
+    return built, kept, f"; as a watch (edges taken) {took:.2f} s, {'agree' if same else 'DIFFER'}"
 
 
 EDITS: tuple[tuple[str, str, str], ...] = (
@@ -114,6 +126,7 @@ def main() -> None:
     repo = GitRepo.open(args.repo)
     store = open_store(load_settings(), repo.key(), read_only=True, migrate=False)
     previous: Resolutions | None = None
+    prior: Any = None
     for rev in args.rev:
         sha = repo.resolve(rev)
         program = load_program(repo, store.engine, sha, limits=ParseLimits(), workers=2)
@@ -123,24 +136,27 @@ def main() -> None:
         if previous is not None:
             full, _, full_took = timed(None, program)
             same = shape(built) == shape(full)
-            full.close()
             line += (
                 f", resolved again {built.resolved} files in {took:.2f} s"
                 f" (full build {full_took:.2f} s); graphs {'agree' if same else 'DIFFER'}"
             )
+            built.close()
+            built, kept, note = reusing(previous, prior, program, full)
+            line += note
+            full.close()
         else:
             line += f", full build {took:.2f} s"
         print(
             line, f"(peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB)", flush=True
         )
-        previous = kept
+        previous, prior = kept, built.edges
         built.close()
     if args.edits:
-        random_edits(repo, program, previous, args.edits, args.seed)
+        random_edits(repo, program, previous, prior, count=args.edits, seed=args.seed)
 
 
 def random_edits(
-    repo: GitRepo, program: Program, previous: Resolutions | None, count: int, seed: int
+    repo: GitRepo, program: Program, previous: Resolutions | None, prior: Any, *, count: int, seed: int
 ) -> None:
     """``count`` synthetic edits on top of ``program`` (module docstring), each checked."""
     import tempfile
@@ -159,14 +175,19 @@ def random_edits(
         built, kept, took = timed(previous, program)
         full, _, full_took = timed(None, program)
         same = shape(built) == shape(full)
-        differ += not same
         resolved = "all" if built.resolved is None else built.resolved
+        note = ""
+        if previous is not None:
+            built.close()
+            built, kept, note = reusing(previous, prior, program, full)
+            same = same and "DIFFER" not in note
+        differ += not same
         print(
             f"edit {n}: {what}: resolved again {resolved} files in {took:.2f} s (full {full_took:.2f} s);"
-            f" graphs {'agree' if same else 'DIFFER'}",
+            f" graphs {'agree' if same else 'DIFFER'}{note}",
             flush=True,
         )
-        previous = kept
+        previous, prior = kept, built.edges
         built.close()
         full.close()
     print(f"{count} edits, {differ} with graphs that differ")

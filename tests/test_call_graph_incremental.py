@@ -19,8 +19,9 @@ from collections.abc import Mapping
 
 import pytest
 
+from kb_assets.core.callgraph import graph as graph_module
 from kb_assets.core.callgraph import resolutions
-from kb_assets.core.callgraph.graph import CallGraph, _build
+from kb_assets.core.callgraph.graph import CallGraph, Edge, _build
 from kb_assets.core.callgraph.resolutions import Resolutions
 from kb_assets.core.program import Program
 from tests.programs import program_from_files
@@ -99,21 +100,45 @@ def _program(files: Mapping[str, str], n: int) -> Program:
     return program
 
 
+_edges: dict[int, tuple[Resolutions, dict[tuple[str, str], Edge]]] = {}
+"""The edges of the build that kept each resolutions (by the object's id): a watch's next build
+takes most of them as they are (``reuse``); each is handed to one build only, as in a watch
+(passed functions may add to an edge taken)."""
+
+
 def _kept(program: Program) -> Resolutions:
-    _, resolutions = _build(program, NO_COPY, keep=True)
+    graph, resolutions = _build(program, NO_COPY, keep=True)
     assert resolutions is not None
+    _edges[id(resolutions)] = (resolutions, graph.edges)
     return resolutions
 
 
+def _prior(previous: Resolutions) -> dict[tuple[str, str], Edge] | None:
+    kept = _edges.pop(id(previous), None)
+    return kept[1] if kept is not None and kept[0] is previous else None
+
+
 def _same_as_full(program: Program, previous: Resolutions) -> tuple[CallGraph, Resolutions]:
-    """The incremental build of ``program`` and what it kept, checked against a full one; and
-    every edge outside its ``changed`` keys is, field for field, an edge of the previous commit's
-    graph (what the call-edge carry relies on to take that edge's remembered signature)."""
+    """The incremental build of ``program`` and what it kept, checked against a full one, built
+    both replaying every log and taking the previous build's unreachable edges (``reuse``, as a
+    watch does); and every edge outside its ``changed`` keys is, field for field, an edge of the
+    previous commit's graph (what the call-edge carry relies on to take that edge's remembered
+    signature)."""
+    prior = _prior(previous)
     incremental, kept = _build(program, NO_COPY, previous=previous, keep=True)
     full, _ = _build(program, NO_COPY)
     assert kept is not None
     assert _shape(incremental) == _shape(full)
     assert _ids(program, incremental) == _ids(program, full)
+    if prior is not None:
+        reusing, kept_reusing = _build(program, NO_COPY, previous=previous, keep=True, prior=prior)
+        assert _shape(reusing) == _shape(full)
+        assert _ids(program, reusing) == _ids(program, full)
+        assert (reusing.resolved, reusing.changed) == (incremental.resolved, incremental.changed)
+        assert kept_reusing is not None
+        assert kept_reusing.logs.keys() == kept.logs.keys()
+        incremental, kept = reusing, kept_reusing
+    _edges[id(kept)] = (kept, incremental.edges)
     if incremental.since is not None:
         assert incremental.since == previous.sha
         before, _ = _build(_programs[previous.sha], NO_COPY)
@@ -343,3 +368,35 @@ def test_the_share_of_sites_to_resolve_again_is_judged_as_before(monkeypatch: py
                 assert resolutions._most_sites(graph.evaluator, paths) == before, (minimum, paths)
                 answers.add(before)
     assert answers == {True, False}
+
+
+def test_a_watch_takes_the_edges_no_change_reaches() -> None:
+    """Builds one after the other in a process that keeps its resolutions (``kb watch``): the
+    second takes, as the very same objects, the first's edges that no resolved file and no passed
+    function touches, builds the others again, and is still the full build's graph."""
+    base = _program(BASE, 1)
+    edited = _program({**BASE, **EDITS["alias rebound"]}, 2)
+    with graph_module.kept_resolutions():
+        first = graph_module.build(base)
+        second = graph_module.build(edited)
+    full, _ = _build(edited, NO_COPY)
+    assert _shape(second) == _shape(full)
+    assert second.since == base.sha
+    taken = {key for key, edge in second.edges.items() if first.edges.get(key) is edge}
+    untouched = {("app.models.Order.total", "app.models.Order.price")}
+    assert untouched <= taken
+    assert ("app.api.checkout", "app.factory.make") not in taken  # api.py reads the alias: resolved again
+    assert not taken & second.changed
+
+
+def test_a_watch_after_a_file_is_removed_takes_no_edge_of_it() -> None:
+    """A removed file's edges are not taken, and the edges of the files that called into it are
+    built again: the graph is the full build's."""
+    base = _program(BASE, 1)
+    shrunk = _program(_applied(BASE, FILE_EDITS["an imported package member removed"]), 2)
+    with graph_module.kept_resolutions():
+        first = graph_module.build(base)
+        second = graph_module.build(shrunk)
+    assert _shape(second) == _shape(_build(shrunk, NO_COPY)[0])
+    assert not any(edge.caller.path == "app/tools.py" for edge in second.edges.values())
+    assert any(first.edges.get(key) is edge for key, edge in second.edges.items())

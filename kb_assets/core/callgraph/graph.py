@@ -24,10 +24,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import groupby
+from itertools import chain, groupby
 from typing import NamedTuple, Protocol
 
-from kb_assets.core.callgraph import parts, resolutions
+from kb_assets.core.callgraph import parts, resolutions, reuse
 from kb_assets.core.callgraph.evaluate import Evaluator
 from kb_assets.core.callgraph.index import ReadingScopes, ScopeRef, Scopes
 from kb_assets.core.callgraph.passing import Passings
@@ -197,6 +197,9 @@ _graphs: PerProgram[CallGraph] = PerProgram(lambda program: build(program), Call
 _kept: Resolutions | None = None
 """What the last build resolved, while this process keeps it (``kept_resolutions``)."""
 _keeping = False
+_kept_edges: tuple[str, dict[tuple[str, str], Edge]] | None = None
+"""The last build's edges (with its commit), kept with ``_kept``: most are the next commit's
+edges as they are (``reuse``)."""
 
 
 class ResolutionStore(Protocol):
@@ -235,12 +238,12 @@ def kept_resolutions() -> Iterator[None]:
     re-resolves only the files a change can reach (``resolutions``), for a process that indexes
     commit after commit (``kb watch``). A process that indexes one commit reads and leaves them
     in a ``resolutions_in`` store instead."""
-    global _keeping, _kept
-    previous, _keeping, _kept = _keeping, True, None
+    global _keeping, _kept, _kept_edges
+    previous, _keeping, _kept, _kept_edges = _keeping, True, None, None
     try:
         yield
     finally:
-        _keeping, _kept = previous, None
+        _keeping, _kept, _kept_edges = previous, None, None
 
 
 def kept_now() -> Resolutions | None:
@@ -251,29 +254,40 @@ def kept_now() -> Resolutions | None:
 
 def build(program: Program) -> CallGraph:
     """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``);
-    from the last build's resolutions when this process keeps them, else from those of the
-    ``resolutions_in`` store if one is active."""
-    global _kept  # noqa: PLW0603 - see kept_resolutions
+    from the last build's resolutions and edges when this process keeps them, else from those
+    of the ``resolutions_in`` store if one is active."""
+    global _kept, _kept_edges  # noqa: PLW0603 - see kept_resolutions
     previous, _kept = _kept, None  # never two commits' resolutions at once
+    edges, _kept_edges = _kept_edges, None
+    prior = edges[1] if edges is not None and previous is not None and edges[0] == previous.sha else None
     store = _store
     if previous is None and store is not None:
         previous = store.load()
     with paused_gc():
-        graph, kept = _build(program, previous=previous, keep=_keeping or store is not None)
+        graph, kept = _build(program, previous=previous, keep=_keeping or store is not None, prior=prior)
+    del prior, edges
     if _keeping:
         _kept = kept
+        _kept_edges = (program.sha, graph.edges) if kept is not None else None
     elif store is not None and kept is not None:
         store.save(kept)
     return graph
 
 
 def _build(
-    program: Program, cut: int | None = None, *, previous: Resolutions | None = None, keep: bool = False
+    program: Program,
+    cut: int | None = None,
+    *,
+    previous: Resolutions | None = None,
+    keep: bool = False,
+    prior: Mapping[tuple[str, str], Edge] | None = None,
 ) -> tuple[CallGraph, Resolutions | None]:
     """Resolve the program's scopes into a graph: only the files ``previous`` cannot vouch for
-    (``resolutions.stale``), the others replayed from it; or all of them, those before ``cut``
-    and the rest each in a forked copy where one can be made, at the same time (``parts``;
-    ``cut`` defaults to ``parts.split``'s). With ``keep``, also what it resolved, for the next build."""
+    (``resolutions.stale``), the others replayed from it, taking the edges of ``prior`` (the graph
+    ``previous`` was recorded with) that no change can reach (``reuse``); or all of them, those
+    before ``cut`` and the rest each in a forked copy where one can be made, at the same time
+    (``parts``; ``cut`` defaults to ``parts.split``'s). With ``keep``, also what it resolved, for
+    the next build."""
     graph, passings = _empty(program, tracking=keep)
     scopes = graph.evaluator.scopes
     stars = resolutions.star_names(graph.evaluator.table) if keep else {}
@@ -282,13 +296,7 @@ def _build(
     if stale is None or previous is None or logs is None:
         _resolve_all(graph, passings, cut, logs)
     else:
-        rebase = resolutions.rebased(previous, tuple(sorted(program.files)))
-        for path in sorted(scopes.records):
-            if path in stale:
-                _resolve(graph.evaluator, passings, list(scopes.file_refs(path)), graph, logs)
-            else:
-                log = previous.logs[path]
-                logs[path] = replay(graph, passings, log if rebase is None else rebase(log))
+        _replay_all(graph, passings, previous=previous, stale=stale, logs=logs, prior=prior)
         graph.resolved, graph.since = len(stale), previous.sha
     passed = passings.resolve(graph)
     if stale is not None and previous is not None and logs is not None:
@@ -302,6 +310,37 @@ def _build(
         for line, text in scopes.program.files[path].facts.get("calls", {}).get("dyn", []):
             graph.gaps.append(Gap(path, "dynamic_call", f"call through {text}", int(line), GAP_SOURCE))
     return graph, resolutions.record(program, stars, logs, passed) if logs is not None else None
+
+
+def _replay_all(
+    graph: CallGraph,
+    passings: Passings,
+    *,
+    previous: Resolutions,
+    stale: set[str],
+    logs: dict[str, FileLog],
+    prior: Mapping[tuple[str, str], Edge] | None,
+) -> None:
+    """Resolve the ``stale`` files into ``logs`` (resolution reads the program, never the graph,
+    so ahead of the others), then replay every file's log in path order: theirs, or the one
+    ``previous`` kept, taking ``prior``'s edges where no change can reach them."""
+    scopes = graph.evaluator.scopes
+    for path in sorted(stale):
+        _resolve(graph.evaluator, passings, list(scopes.file_refs(path)), None, logs)
+    dirty: set[tuple[str, str]] = set()
+    if prior is not None:
+        dropped = (log for path, log in previous.logs.items() if path in stale or path not in scopes.records)
+        dirty = reuse.dirty_keys(chain(dropped, (logs[path] for path in stale)), previous.passed)
+    rebase = resolutions.rebased(previous, tuple(sorted(scopes.program.files)))
+    for path in sorted(scopes.records):
+        if path in stale:
+            replay(graph, passings, logs[path])
+            continue
+        log = previous.logs[path] if rebase is None else rebase(previous.logs[path])
+        if prior is None:
+            logs[path] = replay(graph, passings, log)
+        else:
+            logs[path] = reuse.replay_reusing(graph, passings, log, prior, dirty)
 
 
 def _resolve_all(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,7 +38,7 @@ from kb_assets.core.symbols.table import SymbolTable
 
 if TYPE_CHECKING:
     from kb_assets.core.callgraph.evaluate import Evaluator
-    from kb_assets.core.callgraph.graph import CallGraph
+    from kb_assets.core.callgraph.graph import CallGraph, Edge
     from kb_assets.core.callgraph.passing import Passings
 
 NODE, EDGE, EXTERNAL, PARAMETER_CALL, ARGUMENT = range(5)
@@ -52,7 +52,7 @@ its fields (no tuple per effect: Django's logs hold ~260k of them):
 * ARGUMENT, evaluated argument (``passing.Argument``)
 """
 
-_WIDTH = {NODE: 2, EDGE: 7, EXTERNAL: 3, PARAMETER_CALL: 5, ARGUMENT: 2}
+WIDTH = {NODE: 2, EDGE: 7, EXTERNAL: 3, PARAMETER_CALL: 5, ARGUMENT: 2}
 
 STALE_SHARE = 0.5
 """Above this share of the call sites to resolve again, a full build (both cores) is as fast as
@@ -65,18 +65,28 @@ StarNames = dict[str, tuple[tuple[str, int, str | None], ...]]
 class FileLog:
     """What one file's scopes did to the graph, their counts and what they read."""
 
-    __slots__ = ("ops", "reads", "stats")
+    __slots__ = ("digest", "ops", "reads", "stats")
 
     def __init__(self) -> None:
         self.ops: list[object] = []
         self.stats: Counter[str] = Counter()
         self.reads = 0
+        self.digest: object = None
+        """The log's effects grouped for a whole merge (``reuse.digest``), once made; never saved."""
+
+    def __getstate__(self) -> tuple[list[object], Counter[str], int]:
+        return self.ops, self.stats, self.reads
+
+    def __setstate__(self, state: tuple[list[object], Counter[str], int]) -> None:
+        self.ops, self.stats, self.reads = state
+        self.digest = None
 
     def extend(self, later: FileLog) -> None:
         """Append the log of the file's later scopes (resolved by a forked copy)."""
         self.ops += later.ops
         self.stats.update(later.stats)
         self.reads |= later.reads
+        self.digest = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +250,7 @@ def rebased(previous: Resolutions, files: tuple[str, ...]) -> Callable[[FileLog]
             out |= moves[low.bit_length() - 1]
             bits ^= low
         copy = FileLog()
-        copy.ops, copy.stats, copy.reads = log.ops, log.stats, out
+        copy.ops, copy.stats, copy.reads, copy.digest = log.ops, log.stats, out, log.digest
         return copy
 
     return rebase
@@ -273,7 +283,7 @@ def callers(logs: Iterable[FileLog]) -> set[str]:
             kind = ops[i]
             if kind == NODE:
                 found.add(ops[i + 1].dotted)  # type: ignore[attr-defined]
-            i += _WIDTH[kind]  # type: ignore[index]
+            i += WIDTH[kind]  # type: ignore[index]
     return found
 
 
@@ -294,14 +304,32 @@ def _paths(program: Program, modules: Iterable[str]) -> list[str]:
     return [path for path in (program.module_map.paths.get(m) for m in modules) if path is not None]
 
 
-def replay(graph: CallGraph, passings: Passings, log: FileLog) -> FileLog:
-    """Apply a file's recorded effects to ``graph`` and ``passings`` as resolving it did; the log."""
-    add_edge, nodes, externals = graph.add_edge, graph.nodes, graph.externals
+def replay(
+    graph: CallGraph,
+    passings: Passings,
+    log: FileLog,
+    prior: Mapping[tuple[str, str], Edge] | None = None,
+    dirty: Container[tuple[str, str]] = (),
+) -> FileLog:
+    """Apply a file's recorded effects to ``graph`` and ``passings`` as resolving it did; the log.
+    With ``prior`` (the previous commit's edges), an edge whose key is not ``dirty`` is taken
+    from it instead of having its sites added (``reuse``)."""
+    add_edge, nodes, externals, edges = graph.add_edge, graph.nodes, graph.externals, graph.edges
     ops, i, end = log.ops, 0, len(log.ops)
     while i < end:
         kind = ops[i]
         if kind == EDGE:
             caller = ops[i + 1]
+            if prior is not None:
+                callee = ops[i + 2]
+                key = (caller.dotted, callee.dotted)  # type: ignore[attr-defined]
+                if key not in dirty:
+                    if key not in edges:
+                        edges[key] = prior[key]
+                        nodes.setdefault(key[0], caller)  # type: ignore[arg-type]
+                        nodes.setdefault(key[1], callee)  # type: ignore[arg-type]
+                    i += 7
+                    continue
             target = (ops[i + 2], ops[i + 3], 0, ops[i + 4])
             site = (caller.path, caller.span, ops[i + 5])  # type: ignore[attr-defined]
             add_edge(caller, target, site, ops[i + 6])  # type: ignore[arg-type]
