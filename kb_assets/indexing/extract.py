@@ -42,8 +42,10 @@ class ExtractResult:
 
 def ids_digest(ids: Iterable[str]) -> str:
     """Order-independent digest of a set of ids: sha256 over the sorted distinct ids, concatenated
-    (hashed in one call: Django's 75,908 call-edge ids one by one took ~0.1 s of every commit)."""
-    return hashlib.sha256("".join(sorted(set(ids))).encode("ascii")).hexdigest()
+    (hashed in one call: Django's 75,908 call-edge ids one by one took ~0.1 s of every commit).
+    Ids given sorted (``StagedResult``'s) stay in order through ``dict.fromkeys``, and sorting
+    them again is then nearly free: 10 instead of 28 ms through a ``set``."""
+    return hashlib.sha256("".join(sorted(dict.fromkeys(ids))).encode("ascii")).hexdigest()
 
 
 def run_extractor(extractor: Extractor, program: Program) -> ExtractResult:
@@ -128,8 +130,9 @@ def _extract(
     if carry is None:
         ahead = prefetch.take(engine.url, program, extractor)
         done = ahead or _stored(engine, program, extractor)
-        _stage(engine, program.sha, extractor, done)
-        return StagedResult(artifact_ids=tuple(sorted(done.ids)), gaps=done.gaps, ahead=ahead is not None)
+        ordered = tuple(sorted(done.ids))
+        _stage(engine, program.sha, extractor, ordered, gaps=done.gaps, loaded=done.loaded)
+        return StagedResult(artifact_ids=ordered, gaps=done.gaps, ahead=ahead is not None)
     ahead_of = extractor is registered(prefetch.AHEAD_OF) and carry.remembers
     if ahead_of:
         symbol_table(program)  # made before the copy, which then shares it: the graph needs it too
@@ -143,11 +146,12 @@ def _extract(
     ids, log = store_drafts(engine, program, extractor, drafts)
     drafted = len(ids)  # the drafts' ids, in draft order (one artifact per call-edge draft)
     ids += reused
+    # Sorted once: staging cuts them into sets and the data version digests them, each sorting
+    # them again (Django's 75,908 call-edge ids: 35 ms a sort, 2 ms when sorted already).
+    ordered = tuple(sorted(ids))
     with remembering(carry, program, ids[:drafted], carry_file, _store_name(engine)):
-        _stage(engine, program.sha, extractor, prefetch.Done(ids=tuple(ids), gaps=gaps, loaded=log.rows))
-    return StagedResult(
-        artifact_ids=tuple(sorted(ids)), gaps=gaps, reused=len(reused), resolved_again=resolved
-    )
+        _stage(engine, program.sha, extractor, ordered, gaps=gaps, loaded=log.rows)
+    return StagedResult(artifact_ids=ordered, gaps=gaps, reused=len(reused), resolved_again=resolved)
 
 
 def _stored(engine: Engine, program: Program, extractor: Extractor) -> prefetch.Done:
@@ -164,13 +168,21 @@ def _drafts(extraction: Extraction) -> tuple[Drafts, tuple[Gap, ...]]:
     return (made if isinstance(made, OnDemandDrafts) else list[Draft | None](made)), extraction.gaps
 
 
-def _stage(engine: Engine, sha: str, extractor: Extractor, done: prefetch.Done) -> None:
-    """Make ``done``'s ids and gaps the extractor's staged set at ``sha``, in one transaction, and
-    refresh the statistics of what it loaded."""
+def _stage(
+    engine: Engine,
+    sha: str,
+    extractor: Extractor,
+    ordered: tuple[str, ...],
+    *,
+    gaps: tuple[Gap, ...],
+    loaded: Counter[str],
+) -> None:
+    """Make ``ordered`` (ids, sorted) and ``gaps`` the extractor's staged set at ``sha``, in one
+    transaction, and refresh the statistics of what was ``loaded``."""
     with engine.begin() as conn:
-        writes.replace_staged(conn, sha, extractor.extractor_id, done.ids)
-        writes.replace_gaps(conn, sha, extractor.extractor_id, done.gaps)
-        refresh_statistics(conn, LoadLog(done.loaded))
+        writes.replace_staged(conn, sha, extractor.extractor_id, ordered)
+        writes.replace_gaps(conn, sha, extractor.extractor_id, gaps)
+        refresh_statistics(conn, LoadLog(loaded))
 
 
 def _extraction(
