@@ -236,10 +236,15 @@ def _touches(edge: Edge, changed: frozenset[str], touched: dict[frozenset[Span],
     which thousands of edges share)."""
     if not changed:
         return False
-    if edge.caller.path in changed or any(path in changed for path, _ in edge.callee_spans):
+    if edge.caller.path in changed:
         return True
-    if edge.others is not None and any(path in changed for path, _, _ in edge.others):
-        return True
+    for path, _ in edge.callee_spans:  # loops, not ``any``: this runs for each of 75,908 edges
+        if path in changed:
+            return True
+    if edge.others is not None:
+        for path, _, _ in edge.others:
+            if path in changed:
+                return True
     via = edge.via
     hit = touched.get(via)
     if hit is None:
