@@ -400,3 +400,21 @@ def test_a_watch_after_a_file_is_removed_takes_no_edge_of_it() -> None:
     assert _shape(second) == _shape(_build(shrunk, NO_COPY)[0])
     assert not any(edge.caller.path == "app/tools.py" for edge in second.edges.values())
     assert any(first.edges.get(key) is edge for key, edge in second.edges.items())
+
+
+def test_a_log_is_saved_without_its_digest() -> None:
+    """A log's digest (``reuse``) stays in the process that made it: the resolutions file holds
+    the log's effects, counts and read set only, and a log read back makes its digest again."""
+    import pickle
+
+    from kb_assets.core.callgraph import reuse
+
+    kept = _kept(_program(BASE, 1))
+    log = kept.logs["app/api.py"]
+    made = reuse.digest(log)
+    assert log.digest is made
+    assert made.keys
+    back = pickle.loads(pickle.dumps(log))
+    assert back.digest is None
+    assert (back.ops, back.stats, back.reads) == (log.ops, log.stats, log.reads)
+    assert reuse.digest(back).keys == made.keys
