@@ -17,7 +17,7 @@ import time
 from kb_assets.cli.index import report_checks
 from kb_assets.cli.runner import index_commit, kept_interrupt_handlers
 from kb_assets.cli.session import Session, open_session
-from kb_assets.core.callgraph.graph import kept_resolutions
+from kb_assets.core.callgraph.graph import digest_kept, kept_resolutions
 from kb_assets.core.collector import Reclaimer
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
@@ -121,6 +121,7 @@ def _round(session: Session, branches: list[str], max_catchup: int, reclaimer: R
     written = write_kept()  # once the round's commits are published, not on each one's way there
     if written is not None:
         write_kept_resolutions(written)
+        digest_kept()
     return failed
 
 

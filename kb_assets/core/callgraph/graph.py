@@ -252,6 +252,15 @@ def kept_now() -> Resolutions | None:
     return _kept
 
 
+def digest_kept() -> None:
+    """Make the digest of every kept log now (``reuse.digest``), for a watch waiting for its next
+    commit: the next build needs them all, and the first build after a full one made them on its
+    commit's way (Django: 0.28 instead of 0.18 s). Logs that have one are left as they are."""
+    if _kept is not None and _kept_edges is not None:
+        for log in _kept.logs.values():
+            reuse.digest(log)
+
+
 def build(program: Program) -> CallGraph:
     """Resolve every call site of the program (the garbage collector paused, see ``paused_gc``);
     from the last build's resolutions and edges when this process keeps them, else from those
