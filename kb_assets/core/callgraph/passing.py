@@ -15,7 +15,7 @@ file replayed from the last commit's log brings its arguments already evaluated.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kb_assets.core.callgraph.index import ScopeRef
 from kb_assets.core.callgraph.targets import Target, targets
@@ -34,20 +34,50 @@ Argument = tuple[_Key, Resolved | None, frozenset[Span]]
 
 _DROPPED = FORM["direct"] | FORM["closure"]
 
+K = TypeVar("K")
+V = TypeVar("V")
 
-class Passings:
-    """Parameter calls and arguments of one program, matched after every site is resolved."""
 
-    def __init__(self, ev: Evaluator) -> None:
-        self.ev = ev
+class Gathered:
+    """Parameter calls and arguments by parameter, in the order they were given: a program's
+    (``Passings``), or one file's, to be merged into a program's whole (``Passings.merge``)."""
+
+    def __init__(self) -> None:
         self.calls: dict[_Key, list[tuple[Def, int, bool]]] = {}
         self.arguments: dict[_Key, list[tuple[Resolved | None, frozenset[Span]]]] = {}
-        self._signatures: dict[tuple[str, int], tuple[frozenset[str], tuple[str, ...]]] = {}
-        self._reads: dict[tuple[frozenset[Span], Span], frozenset[Span]] = {}
 
     def parameter_call(self, param: Param, caller: Def, offset: int, main: bool) -> None:
         """``caller`` calls parameter ``param`` at line offset ``offset`` of its span."""
         self.calls.setdefault((param.path, param.scope, param.name), []).append((caller, offset, main))
+
+    def add(self, argument: Argument) -> None:
+        """Add one evaluated argument (``Passings.arguments_of``, through a file's log)."""
+        key, value, via = argument
+        self.arguments.setdefault(key, []).append((value, via))
+
+    def merge(self, other: Gathered) -> None:
+        """Add what ``other`` gathered after what is here, parameter by parameter (one list
+        extended per parameter instead of one call per argument: Django's logs hold 41,826)."""
+        _extend(self.calls, other.calls)
+        _extend(self.arguments, other.arguments)
+
+
+def _extend(mine: dict[K, list[V]], theirs: Mapping[K, list[V]]) -> None:
+    for key, found in theirs.items():
+        if key in mine:
+            mine[key] += found
+        else:
+            mine[key] = list(found)
+
+
+class Passings(Gathered):
+    """Parameter calls and arguments of one program, matched after every site is resolved."""
+
+    def __init__(self, ev: Evaluator) -> None:
+        super().__init__()
+        self.ev = ev
+        self._signatures: dict[tuple[str, int], tuple[frozenset[str], tuple[str, ...]]] = {}
+        self._reads: dict[tuple[frozenset[Span], Span], frozenset[Span]] = {}
 
     def arguments_of(self, target: Target, extra: Mapping[str, JSON], ref: ScopeRef) -> list[Argument]:
         """What a call from scope ``ref`` that runs ``target`` passes into its parameters: each
@@ -90,11 +120,6 @@ class Passings:
             star = next((i for i, p in enumerate(params) if p.startswith("*")), len(params))
             found = self._signatures[key] = (frozenset(params), tuple(params[:star]))
         return found
-
-    def add(self, argument: Argument) -> None:
-        """Add one evaluated argument (``arguments_of``, through a file's log)."""
-        key, value, via = argument
-        self.arguments.setdefault(key, []).append((value, via))
 
     def resolve(self, graph: CallGraph) -> set[tuple[str, str]]:
         """Add an edge from each parameter call to each function passed into that parameter,

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from kb_assets.core.callgraph.passing import Gathered
 from kb_assets.core.callgraph.resolutions import EDGE, EXTERNAL, NODE, PARAMETER_CALL, WIDTH, FileLog, replay
 from kb_assets.core.callgraph.values import Def
 
@@ -40,7 +41,7 @@ class Digest:
         keys: dict[Key, None] = {}
         nodes: dict[str, Def] = {}
         externals: dict[str, list[ExternalSite]] = {}
-        passing: list[object] = []
+        passing = Gathered()
         ops, i, end = log.ops, 0, len(log.ops)
         while i < end:
             kind = ops[i]
@@ -54,8 +55,10 @@ class Digest:
                     keys[(caller.dotted, callee.dotted)] = None
             elif kind == EXTERNAL:
                 externals.setdefault(ops[i + 1], []).append(ops[i + 2])  # type: ignore[arg-type]
-            else:  # a parameter call or an argument: ``Passings`` takes them in order
-                passing += ops[i : i + width]
+            elif kind == PARAMETER_CALL:
+                passing.parameter_call(ops[i + 1], ops[i + 2], ops[i + 3], ops[i + 4])  # type: ignore[arg-type]
+            else:
+                passing.add(ops[i + 1])  # type: ignore[arg-type]
             i += width
         self.keys: tuple[Key, ...] = tuple(keys)
         """The edge keys, in the order they first occur in the log."""
@@ -64,8 +67,8 @@ class Digest:
         scopes, and the caller and callee of each edge (offering them at every site rather than
         at the edge's first gives the same nodes: an edge's ends are nodes once it exists)."""
         self.externals = tuple(externals.items())
-        self.passing = passing
-        """The log's parameter calls and arguments, as its ops (``Passings`` gets them in order)."""
+        self.passing = passing if passing.calls or passing.arguments else None
+        """The log's parameter calls and arguments by parameter, in order (``Passings.merge``)."""
 
 
 def digest(log: FileLog) -> Digest:
@@ -103,18 +106,7 @@ def replay_reusing(
             externals[caller] += sites
         else:
             externals[caller] = list(sites)
-    if found.passing:
-        _passing(passings, found.passing)
+    if found.passing is not None:
+        passings.merge(found.passing)
     graph.stats.update(log.stats)
     return log
-
-
-def _passing(passings: Passings, ops: list[object]) -> None:
-    i, end = 0, len(ops)
-    while i < end:
-        if ops[i] == PARAMETER_CALL:
-            passings.parameter_call(ops[i + 1], ops[i + 2], ops[i + 3], ops[i + 4])  # type: ignore[arg-type]
-            i += 5
-        else:
-            passings.add(ops[i + 1])  # type: ignore[arg-type]
-            i += 2
