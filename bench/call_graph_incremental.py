@@ -58,12 +58,12 @@ def timed(
 
 def reusing(
     previous: Resolutions, prior: Any, program: Any, full: CallGraph
-) -> tuple[CallGraph, Resolutions | None, str]:
+) -> tuple[CallGraph, Resolutions | None, str, bool]:
     """The build a watch makes (the previous build's edges taken where no change reaches them,
-    ``callgraph.reuse``), checked against ``full``, and a note of its time."""
+    ``callgraph.reuse``), a note of its time, and whether it is ``full``'s graph."""
     built, kept, took = timed(previous, program, prior)
     same = shape(built) == shape(full)
-    return built, kept, f"; as a watch (edges taken) {took:.2f} s, {'agree' if same else 'DIFFER'}"
+    return built, kept, f"; as a watch (edges taken) {took:.2f} s, {'agree' if same else 'DIFFER'}", same
 
 
 EDITS: tuple[tuple[str, str, str], ...] = (
@@ -141,7 +141,7 @@ def main() -> None:
                 f" (full build {full_took:.2f} s); graphs {'agree' if same else 'DIFFER'}"
             )
             built.close()
-            built, kept, note = reusing(previous, prior, program, full)
+            built, kept, note, _ = reusing(previous, prior, program, full)
             line += note
             full.close()
         else:
@@ -179,8 +179,8 @@ def random_edits(
         note = ""
         if previous is not None:
             built.close()
-            built, kept, note = reusing(previous, prior, program, full)
-            same = same and "DIFFER" not in note
+            built, kept, note, agrees = reusing(previous, prior, program, full)
+            same = same and agrees
         differ += not same
         print(
             f"edit {n}: {what}: resolved again {resolved} files in {took:.2f} s (full {full_took:.2f} s);"

@@ -197,9 +197,9 @@ _graphs: PerProgram[CallGraph] = PerProgram(lambda program: build(program), Call
 _kept: Resolutions | None = None
 """What the last build resolved, while this process keeps it (``kept_resolutions``)."""
 _keeping = False
-_kept_edges: tuple[str, dict[tuple[str, str], Edge]] | None = None
-"""The last build's edges (with its commit), kept with ``_kept``: most are the next commit's
-edges as they are (``reuse``)."""
+_kept_edges: dict[tuple[str, str], Edge] | None = None
+"""The edges of the build that made ``_kept``, set and cleared with it: most are the next
+commit's edges as they are (``reuse``)."""
 
 
 class ResolutionStore(Protocol):
@@ -266,18 +266,16 @@ def build(program: Program) -> CallGraph:
     from the last build's resolutions and edges when this process keeps them, else from those
     of the ``resolutions_in`` store if one is active."""
     global _kept, _kept_edges  # noqa: PLW0603 - see kept_resolutions
-    previous, _kept = _kept, None  # never two commits' resolutions at once
-    edges, _kept_edges = _kept_edges, None
-    prior = edges[1] if edges is not None and previous is not None and edges[0] == previous.sha else None
+    # Never two commits' resolutions at once; resolutions read from a store come without edges.
+    previous, prior, _kept, _kept_edges = _kept, _kept_edges, None, None
     store = _store
     if previous is None and store is not None:
         previous = store.load()
     with paused_gc():
         graph, kept = _build(program, previous=previous, keep=_keeping or store is not None, prior=prior)
-    del prior, edges
     if _keeping:
         _kept = kept
-        _kept_edges = (program.sha, graph.edges) if kept is not None else None
+        _kept_edges = graph.edges if kept is not None else None
     elif store is not None and kept is not None:
         store.save(kept)
     return graph

@@ -140,16 +140,11 @@ class Passings(Gathered):
         calls = self.calls
         for key in keys:
             arguments = self.arguments[key]
-            if not any(value is not None and type(value.value) is not Param for value, _ in arguments):
-                continue
-            reached = [calls[r] for r in _closure(key, forwards) if r in calls]
+            values = [(v, via) for v, via in arguments if v is not None and type(v.value) is not Param]
+            reached = [calls[r] for r in _closure(key, forwards) if r in calls] if values else None
             if not reached:
                 continue
-            passed = [
-                value.through(via)
-                for value, via in arguments
-                if value is not None and type(value.value) is not Param
-            ]
+            passed = [value.through(via) for value, via in values]
             for sites in reached:
                 for caller, offset, main in sites:
                     for value in passed:

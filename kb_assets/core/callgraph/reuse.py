@@ -12,7 +12,7 @@ again from the sites of every log that holds them. A log with no dirty key is me
 ``Digest``: its keys, in the order they first occur, mapped to the previous edges (one dictionary
 update, in C), its nodes, its external calls grouped by caller, its parameter calls and arguments
 (``replay_reusing``). Edges, nodes and externals come out in the order a site-by-site replay gives,
-so the graph is the one every other build makes (``tests/test_call_graph_reuse.py``).
+so the graph is the one every other build makes (``tests/test_call_graph_incremental.py``).
 """
 
 from __future__ import annotations
