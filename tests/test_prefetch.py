@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,52 @@ def _failing(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Don
 def _stuck(engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Done:
     time.sleep(600)
     return _ids(ex.extractor_id)
+
+
+def _imports_first(marker: str, engine: sa.Engine, program: Program, ex: Extractor) -> prefetch.Done:
+    """The imports at once; the entities once ``marker`` exists (made by whoever took the imports:
+    after 60 s without it, ids marked "late"); any other extractor fails."""
+    if ex.extractor_id == "imports":
+        return _ids("imports")
+    if ex.extractor_id != "entities":
+        raise RuntimeError("the copy fails after its first result")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _ids("entities" if os.path.exists(marker) else "late")
+
+
+def _streaming(marker: str) -> dict[str, Any]:
+    """In a spawned process: results taken from a copy still at work, and from one that failed
+    after its first."""
+    program = program_from_files({"a.py": "import os\n"})
+    imports, entities, routes = registered("imports"), registered("entities"), registered("api_routes")
+    work = partial(_imports_first, marker)
+    out: dict[str, Any] = {}
+    with prefetch.prefetching():
+        prefetch.start(URL, program, ["imports", "entities"], work)
+        pid = prefetch._started[-1].copy._pid
+        assert pid is not None
+        out["imports"] = prefetch.take(URL, program, imports)
+        out["still at work"] = os.waitpid(pid, os.WNOHANG) == (0, 0)
+        Path(marker).touch()
+        out["entities"] = prefetch.take(URL, program, entities)
+        prefetch.start(URL, program, ["imports", "api_routes"], work)
+        out["before the failure"] = prefetch.take(URL, program, imports)
+        out["after the failure"] = prefetch.take(URL, program, routes)
+    return out
+
+
+def test_a_result_is_taken_while_the_copy_works_on_the_next(tmp_path: Path) -> None:
+    """A step takes its result as soon as the copy has it, not when the copy has done everything
+    (the copy here finds the entities only after the imports were taken); what a copy handed back
+    before it failed is still taken, and what it did not is left to the step."""
+    found = run_spawned(_streaming, str(tmp_path / "imports taken"))
+    assert found["imports"] == _ids("imports")
+    assert found["still at work"] is True
+    assert found["entities"] == _ids("entities")
+    assert found["before the failure"] == _ids("imports")
+    assert found["after the failure"] is None
 
 
 def _exercise() -> dict[str, Any]:

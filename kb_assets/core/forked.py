@@ -23,8 +23,9 @@ import tempfile
 import threading
 from collections.abc import Callable
 from contextlib import suppress
+from functools import partial
 from types import TracebackType
-from typing import IO, Generic, TypeVar
+from typing import IO, Generic, Self, TypeVar
 
 from kb_assets.core.collector import HELD_SIGNALS
 
@@ -87,9 +88,33 @@ def _alone() -> bool:
     return all(thread is main or thread.name in BYSTANDERS for thread in threading.enumerate())
 
 
-class Forked(Generic[T]):
-    """A running copy and the file its value comes back in; a context manager that stops and
-    reaps the copy on the way out, whatever happened."""
+class Holder:
+    """What holds a running copy: a context manager that stops and reaps the copy on the way
+    out, whatever happened."""
+
+    def stop(self) -> None:
+        """Stop the copy if it still runs and reap it."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def reap(pid: int | None) -> None:
+    """Stop the copy ``pid`` if it still runs, and reap it (nothing for None: already reaped)."""
+    if pid is not None:
+        with suppress(ProcessLookupError):  # already gone: still to be reaped
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+class Forked(Holder, Generic[T]):
+    """A running copy and the file its value comes back in."""
 
     def __init__(self, pid: int, file: IO[bytes]) -> None:
         self._pid: int | None = pid
@@ -108,22 +133,11 @@ class Forked(Generic[T]):
         value: T = pickle.load(self._file)  # noqa: S301
         return value
 
-    def __enter__(self) -> Forked[T]:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
-
     def stop(self) -> None:
         """Stop the copy if it still runs, reap it and drop its value (for a holder that outlives
         one ``with`` block)."""
         pid, self._pid = self._pid, None
-        if pid is not None:
-            with suppress(ProcessLookupError):  # already gone: still to be reaped
-                os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        reap(pid)
         self._file.close()
 
 
@@ -140,30 +154,54 @@ def fork(work: Callable[[], T]) -> Forked[T] | None:
     if not can_fork():
         return None
     file = tempfile.TemporaryFile()  # noqa: SIM115 - handed to ``Forked``, which closes it
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    try:
+        pid, unheld = copy_running(partial(_run_copy, work, file))
+    except BaseException:
+        file.close()
+        raise
+    return known(Forked[T](pid, file), unheld)
+
+
+Held = TypeVar("Held", bound=Holder)
+
+
+def copy_running(life: Callable[[], None]) -> tuple[int, set[int | signal.Signals]]:
+    """Fork a copy that lives ``life`` (which must end in ``os._exit``): its pid, and the signal
+    mask to restore (``known``) once the caller holds the copy. ``HELD_SIGNALS`` stay held until
+    then (``fork``)."""
+    unheld = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
     try:
         pid = os.fork()
     except OSError:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        file.close()
+        signal.pthread_sigmask(signal.SIG_SETMASK, unheld)
         raise
     if pid == 0:  # pragma: no cover - the copy; coverage does not follow it
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # nothing is pending in a copy
-        _run_copy(work, file)
-    copy: Forked[T] = Forked(pid, file)
+        signal.pthread_sigmask(signal.SIG_SETMASK, unheld)  # nothing is pending in a copy
+        life()
+    return pid, unheld
+
+
+def known(copy: Held, unheld: set[int | signal.Signals]) -> Held:
+    """``copy``, once the signals held while it was made are handled (``copy_running``); stopped
+    if a handler raised."""
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a held signal's handler runs here
+        signal.pthread_sigmask(signal.SIG_SETMASK, unheld)  # a held signal's handler runs here
     except BaseException:
         copy.stop()
         raise
     return copy
 
 
+def enter_copy() -> None:
+    """Mark this process as a copy: it makes no copy of its own (``can_fork``)."""
+    global _in_copy  # noqa: PLW0603 - this process is now the copy
+    _in_copy = True
+
+
 def _run_copy(work: Callable[[], T], file: IO[bytes]) -> None:
     """The copy's whole life: the value into ``file``, then out without any of the parent's
     clean-up (exit code 0 only when the value was written in full)."""
-    global _in_copy  # noqa: PLW0603 - this process is now the copy
-    _in_copy = True
+    enter_copy()
     code = 1  # an exception, even KeyboardInterrupt, ends here: the parent redoes the work
     try:
         pickle.dump(work(), file, protocol=pickle.HIGHEST_PROTOCOL)

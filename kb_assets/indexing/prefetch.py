@@ -4,17 +4,19 @@ A run executes its steps one after the other in one process, so on a one-file co
 core idles through the call-edge step (~1 s on Django) while the steps after it (entities, import
 edges, public API: ~0.5 s between them) wait their turn, although they need nothing the call
 graph makes. ``start`` hands their work to a copy of the process (``kb_assets.core.forked``: it
-shares the loaded program copy-on-write); the step that needs a result ``take``s it, waiting for
-the copy if it is not done. The copy writes what it builds to the store over its own connection
-(artifacts are content-addressed: a second writer of the same row is a no-op), and returns only
-what the steps stage: each step still stages its own ids and gaps, in its own order, so Dagster
-sees each asset's materialization from its own step.
+shares the loaded program copy-on-write), which does it in their steps' order and hands each
+result back as soon as it has it (``forked_each``); the step that needs a result ``take``s it,
+waiting for the copy if it is not there yet. The copy writes what it builds to the store over its
+own connection (artifacts are content-addressed: a second writer of the same row is a no-op), and
+returns only what the steps stage: each step still stages its own ids and gaps, in its own order,
+so Dagster sees each asset's materialization from its own step.
 
 Only a run that executes every step in this process asks for it (``prefetching``: ``kb index``,
 ``kb watch``); a step process of a multiprocess run would leave the results to nobody. A copy
-that fails, dies or cannot be made leaves nothing to take, and the steps do their own work, as
-they do for any program, store or extractor object other than the ones the copy was started for.
-A result not taken when the run ends is dropped, its copy stopped and reaped.
+that fails, dies or cannot be made leaves nothing to take (but what it handed back before), and
+the steps do their own work, as they do for any program, store or extractor object other than
+the ones the copy was started for. A result not taken when the run ends is dropped, its copy
+stopped and reaped.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from functools import partial
 
 import sqlalchemy as sa
 
-from kb_assets.core import forked
+from kb_assets.core import forked_each
 from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.calls import CallsExtractor
@@ -93,14 +95,12 @@ Work = Callable[[sa.Engine, Program, Extractor], Done]
 
 @dataclass(slots=True)
 class _Started:
-    """A copy at work, what it was started for, and its results once waited for."""
+    """A copy at work, what it was started for, and which of its results were taken."""
 
     url: sa.URL
     program: Program
     extractors: tuple[Extractor, ...]
-    copy: forked.Forked[dict[str, Done]]
-    results: dict[str, Done] | None = None
-    """What the copy returned, once waited for (empty if it failed); None until then."""
+    copy: forked_each.Streamed[str, Done]
     taken: set[str] = field(default_factory=set)
 
     def made_for(self, url: sa.URL, program: Program, extractor: Extractor) -> bool:
@@ -136,13 +136,13 @@ def prefetching() -> Iterator[None]:
 def start(url: sa.URL, program: Program, extractor_ids: Sequence[str], work: Work) -> bool:
     """Begin ``work`` for each registered extractor named in ``extractor_ids`` on ``program`` in a
     copy (copies started for another program are dropped first); False when none was started
-    (not ``prefetching``, nothing to do, or ``forked.fork`` could not make a copy)."""
+    (not ``prefetching``, nothing to do, or ``forked.can_fork`` allowed no copy)."""
     if any(started.program is not program for started in _started):
         discard()
     if not _active or not extractor_ids:
         return False
     extractors = tuple(registered(i) for i in extractor_ids)
-    copy = forked.fork(partial(_ahead, url, program, extractors, work))
+    copy = forked_each.fork_each(partial(_ahead, url, program, extractors, work))
     if copy is None:
         return False
     _started.append(_Started(url, program, extractors, copy))
@@ -155,10 +155,8 @@ def take(url: sa.URL, program: Program, extractor: Extractor) -> Done | None:
     started = next((s for s in _started if s.made_for(url, program, extractor)), None)
     if started is None:
         return None
-    if started.results is None:
-        started.results = started.copy.result() or {}
     started.taken.add(extractor.extractor_id)
-    return started.results.get(extractor.extractor_id)
+    return started.copy.get(extractor.extractor_id)
 
 
 def discard() -> None:
@@ -167,10 +165,13 @@ def discard() -> None:
         _started.pop().copy.stop()
 
 
-def _ahead(url: sa.URL, program: Program, extractors: tuple[Extractor, ...], work: Work) -> dict[str, Done]:
-    """In the copy: each extractor's work, over a connection of the copy's own."""
+def _ahead(
+    url: sa.URL, program: Program, extractors: tuple[Extractor, ...], work: Work
+) -> Iterator[tuple[str, Done]]:
+    """In the copy: each extractor's work in turn, over a connection of the copy's own."""
     engine = create_store_engine(url)
     try:
-        return {ex.extractor_id: work(engine, program, ex) for ex in extractors}
+        for ex in extractors:
+            yield ex.extractor_id, work(engine, program, ex)
     finally:
         engine.dispose()
