@@ -8,6 +8,8 @@ Dagster trio is pinned (STACK.md), and ``tests/test_snapshot_proof.py`` fails if
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.event_api import PartitionKeyFilter
@@ -24,6 +26,26 @@ def newest_evaluation(
         key, limit=1, status=_EVALUATED, partition_filter=PartitionKeyFilter(key=partition)
     )
     return records[0].evaluation if records else None
+
+
+def newest_evaluations(
+    instance: dg.DagsterInstance, keys: Sequence[dg.AssetCheckKey], partition: str
+) -> dict[dg.AssetCheckKey, dg.AssetCheckEvaluation | None]:
+    """``newest_evaluation`` of each of ``keys``, from one query for the newest record of every
+    check: one query per check took the snapshot's guard ~40 ms of each Django commit (22 blocking
+    checks). A check whose newest record is not an evaluation (planned in a run that then failed,
+    or skipped) is asked again on its own."""
+    newest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        keys, partition_filter=PartitionKeyFilter(key=partition)
+    )
+    found: dict[dg.AssetCheckKey, dg.AssetCheckEvaluation | None] = {}
+    for key in keys:
+        record = newest.get(key)
+        if record is None or record.status in _EVALUATED:
+            found[key] = record.evaluation if record is not None else None
+        else:
+            found[key] = newest_evaluation(instance, key, partition)
+    return found
 
 
 def materialization(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from kb_assets.assets.evaluations import data_version, materialization, newest_evaluation
+from kb_assets.assets.evaluations import data_version, materialization, newest_evaluations
 from kb_assets.core.errors import UnprovenSnapshotError
 from kb_assets.core.proof import CheckEvidence, unproven
 from kb_gates.checks import blocking_check_keys
@@ -19,7 +19,8 @@ def require_proven(context: dg.AssetExecutionContext) -> None:
     partition = context.partition_key
     assets = {k.asset_key for k in checks}
     current = {key: materialization(context.instance, key, partition) for key in assets}
-    evidence = [_evidence(context, key, current[key.asset_key]) for key in checks]
+    evaluations = newest_evaluations(context.instance, checks, partition)
+    evidence = [_evidence(context, key, evaluations[key], current[key.asset_key]) for key in checks]
     versions = {key.to_user_string(): data_version(record) for key, record in current.items()}
     missing = unproven(evidence, versions)
     if missing:
@@ -27,10 +28,12 @@ def require_proven(context: dg.AssetExecutionContext) -> None:
 
 
 def _evidence(
-    context: dg.AssetExecutionContext, key: dg.AssetCheckKey, latest: dg.EventLogRecord | None
+    context: dg.AssetExecutionContext,
+    key: dg.AssetCheckKey,
+    evaluation: dg.AssetCheckEvaluation | None,
+    latest: dg.EventLogRecord | None,
 ) -> CheckEvidence:
     """The newest evaluation of one check at this partition, with the data version it checked."""
-    evaluation = newest_evaluation(context.instance, key, context.partition_key)
     asset, name = key.asset_key.to_user_string(), key.name
     if evaluation is None:
         return CheckEvidence(asset, name, None, None)
