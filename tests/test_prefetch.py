@@ -31,7 +31,7 @@ from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing import prefetch
 from kb_assets.indexing.extract import run_extractor
 from kb_assets.indexing.load import forget_programs, load_program
-from kb_assets.indexing.prefetch import AFTER_GRAPH, AHEAD
+from kb_assets.indexing.prefetch import AFTER_GRAPH, AFTER_WRITES, AHEAD
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
@@ -78,8 +78,9 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
     kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture: str, nonempty: tuple[str, ...]
 ) -> None:
     """Every commit of a fixture and one more on top (a module added); ``nonempty``: the extractors
-    that find something there. The first commit, on a fresh store, is a full build: nothing is
-    done ahead (``prefetch.AHEAD_OF``); every later one is done ahead."""
+    that find something there. Every commit's extractors after the call edges are done ahead: the
+    first commit's, on a fresh store (a full build), once its call edges are stored
+    (``prefetch.AFTER_WRITES``); every later one's while the call edges are resolved."""
     repo = tmp_path / "repo"
     shas = build_repo(FIXTURES / fixture, repo)
     files, links = read_folder(commit_folders(FIXTURES / fixture)[-1])
@@ -91,9 +92,10 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
     git = GitRepo.open(repo)
     store = open_store(load_settings(), git.key())
     instance = open_instance(load_settings(), store)
+    assert set(AFTER_WRITES) == set(AHEAD + AFTER_GRAPH)
     try:
         for asset in (registered(i).asset_name for i in AHEAD + AFTER_GRAPH):
-            assert _done_ahead(instance, asset) == {sha: sha != shas[0] for sha in shas}, asset
+            assert _done_ahead(instance, asset) == dict.fromkeys(shas, True), asset
         assert _done_ahead(instance, "call_edges") == dict.fromkeys(shas, False)
         forget_programs()
         for sha in shas:

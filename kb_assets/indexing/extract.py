@@ -133,17 +133,20 @@ def _extract(
         ordered = tuple(sorted(done.ids))
         _stage(engine, program.sha, extractor, ordered, gaps=done.gaps, loaded=done.loaded)
         return StagedResult(artifact_ids=ordered, gaps=done.gaps, ahead=ahead is not None)
-    ahead_of = extractor is registered(prefetch.AHEAD_OF) and carry.remembers
-    if ahead_of:
+    ahead_of = extractor is registered(prefetch.AHEAD_OF)
+    early = ahead_of and carry.remembers  # the rest of the run's work, when (``prefetch.AHEAD_OF``)
+    if early:
         symbol_table(program)  # made before the copy, which then shares it: the graph needs it too
         prefetch.start(engine.url, program, prefetch.AHEAD, _stored)
     with resolutions_in(resolutions) if resolutions is not None else nullcontext():
         extraction, reused, resolved = _extraction(engine, program, carry)
-    if ahead_of and resolved is not None:
+    if early and resolved is not None:
         prefetch.start(engine.url, program, prefetch.AFTER_GRAPH, _stored)
     drafts, gaps = _drafts(extraction)
     del extraction  # the drafts are now only in ``drafts``, which hands each over once
     ids, log = store_drafts(engine, program, extractor, drafts)
+    if ahead_of and not early:
+        prefetch.start(engine.url, program, prefetch.AFTER_WRITES, _stored)
     drafted = len(ids)  # the drafts' ids, in draft order (one artifact per call-edge draft)
     ids += reused
     # Sorted once: staging cuts them into sets and the data version digests them, each sorting
