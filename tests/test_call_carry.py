@@ -31,7 +31,7 @@ from kb_assets.indexing.load import forget_programs, load_program
 from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
-from kb_resources.store import bulk
+from kb_resources.store import bulk, reads
 from kb_resources.store.engine import open_store
 from tests.gitfixtures import commit_tree, init_repo
 from tests.kbfixtures import KbEnv
@@ -402,6 +402,34 @@ def test_ids_the_store_lacks_are_drafted_again(
     assert set(result.artifact_ids) == _published_calls(kb_env, repo, shas[-1])
 
 
+def test_a_carry_is_known_stored_where_its_commit_was_staged_with_exactly_its_ids(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The set-by-set comparison that spares a run looking the carried ids up: true for the ids
+    the store staged at that commit, false for one id fewer or one more, or another commit."""
+    repo, shas = _repo(tmp_path)
+    assert kb_env.kb("index", repo, "--sha", shas[0]).code == 0
+    for name, value in kb_env.environ.items():
+        monkeypatch.setenv(name, value)
+    key = GitRepo.open(repo).key()
+    carry = carries.open_carry(CallsExtractor(), carries.carry_file(load_settings().kb_home, key))
+    assert carry is not None
+    assert carry.remembered is not None
+    sha, ids = carry.remembered
+    assert sha == shas[0]
+    assert ids
+    store = open_store(load_settings(), key)
+    try:
+        with store.engine.connect() as conn:
+            assert reads.staged_exactly(conn, sha, "calls", ids)
+            assert not reads.staged_exactly(conn, sha, "calls", ids[1:])
+            assert not reads.staged_exactly(conn, sha, "calls", [*ids, "0" * 64])
+            assert not reads.staged_exactly(conn, shas[1], "calls", ids)
+            assert not reads.staged_exactly(conn, sha, "imports", ids)
+    finally:
+        store.close()
+
+
 def _metadata(repo: Path, key: str) -> dict[str | None, object]:
     """One metadata value of the call-edge materializations that have it, by commit."""
     settings = load_settings()
@@ -442,7 +470,8 @@ def test_kb_index_carries_edges_through_its_file(
     reused = _metadata(repo, "reused")
     assert [reused[sha] for sha in (shas[0], shas[2], shas[3])] == [0, 0, 0]
     assert all(isinstance(n, int) and n > 0 for n in (reused[shas[1]], reused[shas[4]])), reused
-    assert looked_up == [reused[shas[1]], reused[shas[4]]]  # a carry from a file is looked up
+    # A carry from the file is not looked up id by id: this store staged exactly its ids.
+    assert looked_up == []
     # Each run after the first starts its call graph from the last run's resolutions file.
     resolved = _metadata(repo, "files_resolved_again")
     assert shas[0] not in resolved

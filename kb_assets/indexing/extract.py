@@ -13,7 +13,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from kb_assets.core.callgraph.graph import resolutions_in
 from kb_assets.core.extractors.base import Draft, Extraction, Extractor, OnDemandDrafts
@@ -28,7 +28,7 @@ from kb_assets.indexing import prefetch
 from kb_assets.indexing.artifact_writes import Drafts, store_drafts
 from kb_assets.indexing.carries import known_stored, open_carry, remembering
 from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
-from kb_resources.store import bulk, writes
+from kb_resources.store import bulk, reads, writes
 from kb_resources.store.bulk import LoadLog, refresh_statistics
 
 
@@ -139,7 +139,7 @@ def _extract(
         symbol_table(program)  # made before the copy, which then shares it: the graph needs it too
         prefetch.start(engine.url, program, prefetch.AHEAD, _stored)
     with resolutions_in(resolutions) if resolutions is not None else nullcontext():
-        extraction, reused, resolved = _extraction(engine, program, carry)
+        extraction, reused, resolved = _extraction(engine, program, extractor, carry)
     if early and resolved is not None:
         prefetch.start(engine.url, program, prefetch.AFTER_GRAPH, _stored)
     drafts, gaps = _drafts(extraction)
@@ -189,7 +189,7 @@ def _stage(
 
 
 def _extraction(
-    engine: Engine, program: Program, carry: EdgeCarry
+    engine: Engine, program: Program, extractor: Extractor, carry: EdgeCarry
 ) -> tuple[Extraction, tuple[str, ...], int | None]:
     """The extraction to store, the ids it reuses (only from a carry whose ids are stored) and
     the files its call graph resolved again (``Carried.resolved``)."""
@@ -197,11 +197,25 @@ def _extraction(
     if not carried.reused or known_stored(carry, _store_name(engine)):
         return carried.extraction, carried.reused, carried.resolved
     with engine.begin() as conn:
+        if _staged_here(conn, extractor, carry):
+            return carried.extraction, carried.reused, carried.resolved
         stored = bulk.stored_keys(conn, "artifact", "artifact_id", carried.reused)
     if len(stored) == len(set(carried.reused)):
         return carried.extraction, carried.reused, carried.resolved
     carry.forget()
     return carry.resolve(program).extraction, (), carried.resolved
+
+
+def _staged_here(conn: Connection, extractor: Extractor, carry: EdgeCarry) -> bool:
+    """Whether this store staged exactly the carry's edges (``extractor``'s) at the commit it
+    remembers: then each id it reuses is stored, without looking each up (``bulk.stored_keys``:
+    76k ids, ~0.17 s of a cold one-file Django commit). A carry from the file a run on this store
+    left is such a carry; one made on another store is looked up."""
+    remembered = carry.remembered
+    if remembered is None:
+        return False
+    sha, ids = remembered
+    return reads.staged_exactly(conn, sha, extractor.extractor_id, ids)
 
 
 def _store_name(engine: Engine) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from kb_resources.store import staged_delta
-from kb_resources.store.entry_sets import entry_count
+from kb_resources.store.entry_sets import entry_count, entry_sets
 from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
@@ -108,6 +108,20 @@ def staged_artifact_ids(conn: sa.Connection, sha: str, extractor_id: str) -> lis
         .order_by(staged_entry.c.artifact_id)
     )
     return list(conn.scalars(query))
+
+
+def staged_exactly(conn: sa.Connection, sha: str, extractor_id: str, artifact_ids: Collection[str]) -> bool:
+    """Whether what the extractor staged for ``sha`` is exactly ``artifact_ids``, compared set by
+    set (their ids are the hashes of their members: ~530 rows read for Django's call edges, not
+    76k ids). Then every one of them is stored: a set's members reference stored artifacts, and
+    an artifact a set holds cannot be deleted (``schema.STATEMENT_REFERENCES``)."""
+    expected = [(s.prefix, s.set_id) for s in entry_sets(artifact_ids)]
+    query = (
+        sa.select(staged_part.c.prefix, staged_part.c.set_id)
+        .where(staged_part.c.sha == sha, staged_part.c.extractor_id == extractor_id)
+        .order_by(staged_part.c.prefix.collate("C"))
+    )
+    return [(prefix, set_id) for prefix, set_id in conn.execute(query).all()] == expected
 
 
 def staged_total(conn: sa.Connection, sha: str, extractor_ids: Collection[str]) -> int:

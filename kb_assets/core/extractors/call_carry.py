@@ -113,6 +113,12 @@ class EdgeCarry:
         """Whether it remembers a commit (whose edges the next commit's then mostly are)."""
         return bool(self._blobs)
 
+    @property
+    def remembered(self) -> tuple[str, Sequence[str]] | None:
+        """The commit it remembers and the ids of that commit's edges (None: no commit), for a
+        run to ask whether its store staged exactly those there."""
+        return (self._sha, self._ids) if self._sha is not None and self._blobs else None
+
     def resolve(self, program: Program) -> Carried:
         """The call-edge extraction of ``program``, reusing what the remembered commit proves."""
         self._pending = None
