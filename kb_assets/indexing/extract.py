@@ -134,7 +134,7 @@ def _extract(
         _stage(engine, program.sha, extractor, ordered, gaps=done.gaps, loaded=done.loaded)
         return StagedResult(artifact_ids=ordered, gaps=done.gaps, ahead=ahead is not None)
     ahead_of = extractor is registered(prefetch.AHEAD_OF)
-    early = ahead_of and carry.remembers  # the rest of the run's work, when (``prefetch.AHEAD_OF``)
+    early = ahead_of and carry.remembers  # copies start with the step (``prefetch.AHEAD_OF``)
     if early:
         symbol_table(program)  # made before the copy, which then shares it: the graph needs it too
         prefetch.start(engine.url, program, prefetch.AHEAD, _stored)
