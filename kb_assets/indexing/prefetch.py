@@ -5,7 +5,7 @@ core idles through the call-edge step (~1 s on Django) while the steps after it 
 edges, public API: ~0.5 s between them) wait their turn, although they need nothing the call
 graph makes. ``start`` hands their work to a copy of the process (``kb_assets.core.forked``: it
 shares the loaded program copy-on-write), which does it in their steps' order and hands each
-result back as soon as it has it (``forked_each``); the step that needs a result ``take``s it,
+result back as soon as it has it (``forked.fork_each``); the step that needs a result ``take``s it,
 waiting for the copy if it is not there yet. The copy writes what it builds to the store over its
 own connection (artifacts are content-addressed: a second writer of the same row is a no-op), and
 returns only what the steps stage: each step still stages its own ids and gaps, in its own order,
@@ -29,7 +29,7 @@ from functools import partial
 
 import sqlalchemy as sa
 
-from kb_assets.core import forked_each
+from kb_assets.core import forked
 from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.calls import CallsExtractor
@@ -114,7 +114,7 @@ class _Started:
     url: sa.URL
     program: Program
     extractors: tuple[Extractor, ...]
-    copy: forked_each.Streamed[str, Done]
+    copy: forked.Streamed[str, Done]
     taken: set[str] = field(default_factory=set)
 
     def made_for(self, url: sa.URL, program: Program, extractor: Extractor) -> bool:
@@ -156,7 +156,7 @@ def start(url: sa.URL, program: Program, extractor_ids: Sequence[str], work: Wor
     if not _active or not extractor_ids:
         return False
     extractors = tuple(registered(i) for i in extractor_ids)
-    copy = forked_each.fork_each(partial(_ahead, url, program, extractors, work))
+    copy = forked.fork_each(partial(_ahead, url, program, extractors, work))
     if copy is None:
         return False
     _started.append(_Started(url, program, extractors, copy))
