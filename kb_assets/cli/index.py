@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import AbstractContextManager, nullcontext
 
 from kb_assets.cli.runner import CheckReport, index_commit
 from kb_assets.cli.session import Session, open_session
 from kb_assets.core.errors import BadInputError, CheckFailedError
+from kb_assets.core.spans import ParseLimits
 from kb_assets.core.summary import gap_line, summary_line
+from kb_assets.indexing import head_start
 from kb_resources.store import reads
 
 
@@ -54,9 +57,10 @@ def run(args: argparse.Namespace) -> int:
     sha = session.repo.resolve(args.sha)
     if args.parent is not None:
         check_parent(session, args.parent)
-    outcome = index_commit(
-        session, sha, parent=args.parent, full=args.full, verify=args.verify, processes=args.processes
-    )
+    with _head_start(session, sha, full=args.full, processes=args.processes):
+        outcome = index_commit(
+            session, sha, parent=args.parent, full=args.full, verify=args.verify, processes=args.processes
+        )
     if outcome.stats is None:
         raise CheckFailedError(list(outcome.failures) or ["the snapshot was not published"])
     print(summary_line(outcome.stats))
@@ -70,6 +74,18 @@ def run(args: argparse.Namespace) -> int:
     if not outcome.verified:
         print(f"kb: oracle checks deferred; run `kb verify --sha {sha[:12]}`", file=sys.stderr)
     return 1 if outcome.failures else 0
+
+
+def _head_start(session: Session, sha: str, *, full: bool, processes: int) -> AbstractContextManager[None]:
+    """The commit's parse started before the run (``head_start``), when its steps run in this
+    process (under the multiprocess executor the parse runs in another)."""
+    if processes > 0:
+        return nullcontext()
+    s = session.settings
+    limits = ParseLimits(max_bytes=s.max_file_bytes, timeout_s=s.parse_timeout_s)
+    return head_start.started(
+        session.repo, session.store.engine, sha, limits=limits, workers=s.workers, force=full
+    )
 
 
 def report_checks(checks: CheckReport) -> None:

@@ -34,6 +34,10 @@ class FileMode(StrEnum):
     SUBMODULE = "submodule"
 
 
+READABLE_MODES = frozenset({FileMode.REGULAR, FileMode.EXECUTABLE})
+"""The modes whose blobs are read and parsed (a ``FileMode`` is its string value too)."""
+
+
 class Method(StrEnum):
     """How an artifact was produced."""
 

@@ -11,12 +11,10 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from kb_assets.core.errors import BadInputError
-from kb_assets.core.models import FileEntry, FileMode
+from kb_assets.core.models import READABLE_MODES, FileEntry
 from kb_assets.core.modules import ModuleMap, map_modules
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads, writes
-
-READABLE = (FileMode.REGULAR, FileMode.EXECUTABLE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +53,7 @@ def ingest_commit(repo: GitRepo, engine: Engine, sha: str, *, parent: str | None
     """Record the commit and its file list (with module names) and decide full vs incremental."""
     info = repo.commit_info(sha)
     files = repo.python_files(sha)
-    module_map = map_modules(f.path for f in files if f.mode in READABLE)
+    module_map = map_modules(f.path for f in files if f.mode in READABLE_MODES)
     base = choose_base(repo, engine, sha, parent=parent, full=full)
     changed = len(repo.changed_paths(base, sha)) if base is not None else len(files)
     rows = [

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from functools import partial
 
 from kb_assets.core.blobs import analyze_blob, encode_blob
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS
@@ -64,11 +66,23 @@ def analyze_blobs(
     *,
     workers: int,
     on_done: Callable[[int], None] | None = None,
+    started: Parsing | None = None,
 ) -> Iterator[list[EncodedBlob]]:
     """Analyze every (blob_id, data) pair, in parallel when it pays: batches of results, in input
-    order; ``on_done`` is told how many blobs are done after each batch."""
+    order; ``on_done`` is told how many blobs are done after each batch. ``started``: the same
+    blobs' parse, already under way (``head_start``); this takes its results and closes it."""
+    if started is not None:
+        with started:
+            yield from _counted(started.results(), on_done)
+        return
+    yield from _counted(_results(blobs, limits, worker_count(workers)), on_done)
+
+
+def _counted(
+    batches: Iterator[list[EncodedBlob]], on_done: Callable[[int], None] | None
+) -> Iterator[list[EncodedBlob]]:
     done = 0
-    for results in _results(blobs, limits, worker_count(workers)):
+    for results in batches:
         done += len(results)
         if on_done is not None:
             on_done(done)
@@ -90,12 +104,51 @@ def _results(blobs: Iterable[tuple[str, bytes]], limits: ParseLimits, n: int) ->
         for batch in _batches(rest):
             yield _analyze_batch(batch, limits)
         return
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        pending: deque[Future[list[EncodedBlob]]] = deque()
-        for batch in _batches(rest):
-            pending.append(pool.submit(_analyze_batch, batch, limits))
-            if len(pending) >= n * IN_FLIGHT_PER_WORKER:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+    with Parsing(rest, limits, n) as parsing:
+        yield from parsing.results()
+
+
+class Parsing:
+    """A parse on ``n`` spawned workers: batches submitted ahead of their results, which come
+    back in input order. Made by ``analyze_blobs`` when the blobs are many, or earlier by a
+    caller that knows the parse is coming (``head_start``) and lets the workers start on it
+    while it does other things; ``results`` then continues from the batches already submitted."""
+
+    def __init__(
+        self, blobs: Iterable[tuple[str, bytes]], limits: ParseLimits, n: int, *, nice: int = 0
+    ) -> None:
+        self._batches = _batches(blobs)
+        self._limits = limits
+        self._n = n
+        self._pool = ProcessPoolExecutor(
+            max_workers=n,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=partial(os.nice, nice) if nice else None,
+        )
+        self._pending: deque[Future[list[EncodedBlob]]] = deque()
+
+    def submit(self, batches: int) -> None:
+        """Keep ``batches`` submitted and not yet taken (fewer when the blobs run out)."""
+        while len(self._pending) < batches:
+            batch = next(self._batches, None)
+            if batch is None:
+                return
+            self._pending.append(self._pool.submit(_analyze_batch, batch, self._limits))
+
+    def results(self) -> Iterator[list[EncodedBlob]]:
+        """Every batch's results, in input order, submitting the next batches as they go."""
+        ahead = self._n * IN_FLIGHT_PER_WORKER
+        self.submit(ahead)
+        while self._pending:
+            yield self._pending.popleft().result()
+            self.submit(ahead)
+
+    def close(self) -> None:
+        """Stop the workers; batches not started are dropped."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Parsing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -14,9 +14,10 @@ from sqlalchemy import Engine
 
 from kb_assets.core.errors import IdentityConflictError
 from kb_assets.core.extractors.registry import parser_version
-from kb_assets.core.models import EncodedBlob, FileMode, Gap
+from kb_assets.core.models import READABLE_MODES, EncodedBlob, FileMode, Gap
 from kb_assets.core.modules import map_modules
 from kb_assets.core.spans import ParseLimits
+from kb_assets.indexing import head_start
 from kb_assets.indexing.parallel import analyze_blobs
 from kb_assets.indexing.progress import report
 from kb_resources.git.repo import GitRepo
@@ -24,7 +25,7 @@ from kb_resources.store import reads, writes
 from kb_resources.store.bulk import LoadLog, refresh_statistics
 from kb_resources.store.reads import CommitFile
 
-READABLE = {FileMode.REGULAR.value, FileMode.EXECUTABLE.value}
+READABLE = READABLE_MODES
 
 _written: tuple[tuple[str, str], dict[str, EncodedBlob]] | None = None
 """The blobs this process's last parse wrote, by (store url, parser version), until
@@ -72,6 +73,7 @@ def ensure_parsed(
         limits,
         workers=workers,
         on_done=lambda done: report("parse", done, total),
+        started=head_start.take(engine, todo, limits),
     )
     global _written  # noqa: PLW0603 - see its docstring
     _written = None

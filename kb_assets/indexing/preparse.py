@@ -21,7 +21,8 @@ from sqlalchemy import Engine
 
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.spans import ParseLimits
-from kb_assets.indexing.parse import READABLE, ensure_parsed
+from kb_assets.indexing.head_start import readable_blobs
+from kb_assets.indexing.parse import ensure_parsed
 from kb_resources.git.repo import GitRepo
 
 _SHARD = re.compile(r"(\d+)/(\d+)")
@@ -78,8 +79,7 @@ def pre_parse(
     same rule as the index's parse: regular and executable ``.py`` entries. Nothing of the commit
     itself is written (no files, occurrences or gaps): only the content-addressed blob cache, which
     any run may fill, so a shard that fails or is killed leaves nothing an index could misread."""
-    files = repo.python_files(sha)
-    blob_ids = sorted({f.blob_id for f in files if f.mode.value in READABLE})
+    blob_ids = list(readable_blobs(repo, sha))
     mine = [b for b in blob_ids if shard.holds(b)]
     parsed = ensure_parsed(repo, engine, mine, limits=limits, workers=workers, keep=False)
     return PreParsed(blobs=len(blob_ids), in_shard=len(mine), parsed=len(parsed))

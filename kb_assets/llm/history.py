@@ -14,15 +14,13 @@ from sqlalchemy import Engine
 from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.llm.floor import SpanText
 from kb_assets.core.mine.changes import ChangedSpan, changed_paths, changed_spans, innermost, unified_diff
-from kb_assets.core.models import FileMode, Span
+from kb_assets.core.models import READABLE_MODES, Span
 from kb_assets.core.modules import map_modules
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.parse import ensure_parsed
 from kb_assets.llm.spantext import span_text
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
-
-READABLE = (FileMode.REGULAR, FileMode.EXECUTABLE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +42,7 @@ class CommitChange:
 def _tree(repo: GitRepo, sha: str | None) -> dict[str, str]:
     if sha is None:
         return {}
-    return {f.path: f.blob_id for f in repo.python_files(sha) if f.mode in READABLE}
+    return {f.path: f.blob_id for f in repo.python_files(sha) if f.mode in READABLE_MODES}
 
 
 def commit_change(
