@@ -121,6 +121,7 @@ def test_a_carry_read_back_from_its_file_vouches_for_the_same_signatures(
         for n, (label, files) in enumerate(_versions()):
             program = program_from_files(files, sha=f"{n + 1:040x}")
             written = EdgeCarry.load(io.BytesIO(b"".join(written.dump())))
+            kept.prepare()  # as ``kb watch`` does once a commit is published: not counted here
             signed: list[int] = []
             results = []
             for carry in (kept, written):
@@ -135,6 +136,45 @@ def test_a_carry_read_back_from_its_file_vouches_for_the_same_signatures(
                 assert signed[1] < len(call_graph(program).edges), label
             for carry, carried in zip((kept, written), results, strict=True):
                 carry.remember(program, [a.artifact_id for a in _built(program, carried.extraction.drafts)])
+
+
+def test_remember_only_notes_the_commit_and_settle_packs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``remember`` (on a commit's way to its snapshot) signs nothing; ``settle`` signs the drafted
+    edges and packs their ids, the cold ids; after ``prepare`` the next ``resolve`` signs no more
+    than a carry read back from the file does. A drafted count that is not the resolved one still
+    forgets."""
+    signed = 0
+    real = call_carry.signature
+
+    def counted(edge: Any, vias: dict[Any, str]) -> bytes:
+        nonlocal signed
+        signed += 1
+        return real(edge, vias)
+
+    monkeypatch.setattr(call_carry, "signature", counted)
+    program = program_from_files(V1, sha="1" * 40)
+    carry = EdgeCarry()
+    made = [a.artifact_id for a in _built(program, carry.resolve(program).extraction.drafts)]
+    carry.remember(program, made)
+    assert (signed, carry.remembers) == (0, True)
+    carry.prepare()
+    assert signed == len(made) == len(_cold(V1)) > 0
+    remembered = carry.remembered
+    assert remembered is not None
+    assert remembered[0] == program.sha
+    assert sorted(remembered[1]) == sorted(_cold(V1).values())
+    packed = EdgeCarry.load(io.BytesIO(b"".join(carry.dump())))
+    assert signed == len(made)  # dumped as it was packed
+    changed = program_from_files({**V1, **EDITS[0][1]}, sha="2" * 40)
+    counts = []
+    for each in (packed, carry):  # the one read back had nothing left to pack; nor has this one
+        signed = 0
+        each.resolve(changed)
+        counts.append(signed)
+    assert counts[0] == counts[1] > 0
+    carry.remember(changed, [])  # fewer ids than drafted edges: not the run resolved
+    assert not carry.remembers
+    assert carry.remembered is None
 
 
 def _remembered_through(directory: str, how: str) -> dict[str, Any]:

@@ -60,6 +60,7 @@ def write_kept() -> Path | None:
     if path is None or _kept is None:
         return None
     keep_carry(_kept, path)
+    _kept.prepare()  # for the next commit, now that nobody waits (``EdgeCarry``)
     return path
 
 
