@@ -101,21 +101,26 @@ def test_each_commit_through_the_carry_has_exactly_the_cold_ids(incremental: boo
             assert bool(carried.reused) == (n > 0), label
 
 
+def _counted_signatures(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Each edge ``call_carry.signature`` signs from now on (cleared by the caller as it likes)."""
+    signed: list[object] = []
+    real = call_carry.signature
+
+    def counted(edge: Any, vias: dict[Any, str]) -> bytes:
+        signed.append(edge)
+        return real(edge, vias)
+
+    monkeypatch.setattr(call_carry, "signature", counted)
+    return signed
+
+
 def test_a_carry_read_back_from_its_file_vouches_for_the_same_signatures(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A carry written out and read back, as each ``kb index`` does between runs, knows its commit:
     on a graph replayed from that commit's resolutions it makes the same few signatures as the
     carry kept in memory (not one per edge), and reuses and drafts exactly the same edges."""
-    made_signatures = 0
-    real = call_carry.signature
-
-    def counted(edge: Any, vias: dict[Any, str]) -> bytes:
-        nonlocal made_signatures
-        made_signatures += 1
-        return real(edge, vias)
-
-    monkeypatch.setattr(call_carry, "signature", counted)
+    signatures = _counted_signatures(monkeypatch)
     kept, written = EdgeCarry(), EdgeCarry()
     with kept_resolutions():
         for n, (label, files) in enumerate(_versions()):
@@ -125,9 +130,9 @@ def test_a_carry_read_back_from_its_file_vouches_for_the_same_signatures(
             signed: list[int] = []
             results = []
             for carry in (kept, written):
-                made_signatures = 0
+                signatures.clear()
                 results.append(carry.resolve(program))
-                signed.append(made_signatures)
+                signed.append(len(signatures))
             in_memory, from_file = results
             assert from_file.reused == in_memory.reused, label
             assert _draft_keys(from_file) == _draft_keys(in_memory), label
@@ -143,34 +148,26 @@ def test_remember_only_notes_the_commit_and_settle_packs_it(monkeypatch: pytest.
     edges and packs their ids, the cold ids; after ``prepare`` the next ``resolve`` signs no more
     than a carry read back from the file does. A drafted count that is not the resolved one still
     forgets."""
-    signed = 0
-    real = call_carry.signature
-
-    def counted(edge: Any, vias: dict[Any, str]) -> bytes:
-        nonlocal signed
-        signed += 1
-        return real(edge, vias)
-
-    monkeypatch.setattr(call_carry, "signature", counted)
+    signatures = _counted_signatures(monkeypatch)
     program = program_from_files(V1, sha="1" * 40)
     carry = EdgeCarry()
     made = [a.artifact_id for a in _built(program, carry.resolve(program).extraction.drafts)]
     carry.remember(program, made)
-    assert (signed, carry.remembers) == (0, True)
+    assert (len(signatures), carry.remembers) == (0, True)
     carry.prepare()
-    assert signed == len(made) == len(_cold(V1)) > 0
+    assert len(signatures) == len(made) == len(_cold(V1)) > 0
     remembered = carry.remembered
     assert remembered is not None
     assert remembered[0] == program.sha
     assert sorted(remembered[1]) == sorted(_cold(V1).values())
     packed = EdgeCarry.load(io.BytesIO(b"".join(carry.dump())))
-    assert signed == len(made)  # dumped as it was packed
+    assert len(signatures) == len(made)  # dumped as it was packed
     changed = program_from_files({**V1, **EDITS[0][1]}, sha="2" * 40)
     counts = []
     for each in (packed, carry):  # the one read back had nothing left to pack; nor has this one
-        signed = 0
+        signatures.clear()
         each.resolve(changed)
-        counts.append(signed)
+        counts.append(len(signatures))
     assert counts[0] == counts[1] > 0
     carry.remember(changed, [])  # fewer ids than drafted edges: not the run resolved
     assert not carry.remembers
