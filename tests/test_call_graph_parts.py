@@ -263,6 +263,9 @@ def _beside_dagster_s_threads(ask: Any) -> tuple[Any, list[str]]:
     finally:
         done.set()  # the handler then returns without interrupting this thread
         should_stop.set()
+        for thread in threading.enumerate():  # gone before a next call counts the threads
+            if thread.name == "termination-handler":
+                thread.join(timeout=30)
         events.get()
         events.close()
         events.join_thread()

@@ -40,6 +40,8 @@ HEAD_START_NICE = 10
 
 @dataclass(frozen=True, slots=True)
 class _Key:
+    """What makes a parse the step's own: its store, parser version, limits and blobs in order."""
+
     store: str
     parser: str
     limits: ParseLimits
