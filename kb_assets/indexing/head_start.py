@@ -1,9 +1,10 @@
 """A full parse started before the run that needs it: ``kb index`` hands the commit's new blobs
 to the parse workers first, then imports Dagster and opens its instance while they work.
 
-Until the ``code_spans`` step parses, a full index of Django kept one of the two cores idle for
+Until the ``code_spans`` step parses, a full index of Django kept ~1.1 of the two cores busy for
 ~1.9 s: the command's own start-up (imports, the instance, the run's first step) runs on one core,
-and the parse workers were spawned, and imported the parser, only when the step began. Started
+beside the check process's imports, and the parse workers were spawned, and imported the parser,
+only when the step began. Started
 here, the workers take that core; the step then finds the parse under way and takes its results
 (``parse.ensure_parsed``), writing them and keeping them for the load as it always did.
 
