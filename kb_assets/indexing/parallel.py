@@ -70,17 +70,8 @@ def analyze_blobs(
 ) -> Iterator[list[EncodedBlob]]:
     """Analyze every (blob_id, data) pair, in parallel when it pays: batches of results, in input
     order; ``on_done`` is told how many blobs are done after each batch. ``started``: the same
-    blobs' parse, already under way (``head_start``); this takes its results and closes it."""
-    if started is not None:
-        with started:
-            yield from _counted(started.results(), on_done)
-        return
-    yield from _counted(_results(blobs, limits, worker_count(workers)), on_done)
-
-
-def _counted(
-    batches: Iterator[list[EncodedBlob]], on_done: Callable[[int], None] | None
-) -> Iterator[list[EncodedBlob]]:
+    blobs' parse, already under way (``head_start``), whose results this takes instead."""
+    batches = started.results() if started is not None else _results(blobs, limits, worker_count(workers))
     done = 0
     for results in batches:
         done += len(results)
@@ -104,8 +95,7 @@ def _results(blobs: Iterable[tuple[str, bytes]], limits: ParseLimits, n: int) ->
         for batch in _batches(rest):
             yield _analyze_batch(batch, limits)
         return
-    with Parsing(rest, limits, n) as parsing:
-        yield from parsing.results()
+    yield from Parsing(rest, limits, n).results()
 
 
 class Parsing:
@@ -136,19 +126,17 @@ class Parsing:
             self._pending.append(self._pool.submit(_analyze_batch, batch, self._limits))
 
     def results(self) -> Iterator[list[EncodedBlob]]:
-        """Every batch's results, in input order, submitting the next batches as they go."""
+        """Every batch's results, in input order, submitting the next batches as they go; the
+        workers are stopped at the end, or when the caller stops early or fails."""
         ahead = self._n * IN_FLIGHT_PER_WORKER
-        self.submit(ahead)
-        while self._pending:
-            yield self._pending.popleft().result()
+        try:
             self.submit(ahead)
+            while self._pending:
+                yield self._pending.popleft().result()
+                self.submit(ahead)
+        finally:
+            self.close()
 
     def close(self) -> None:
         """Stop the workers; batches not started are dropped."""
         self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def __enter__(self) -> Parsing:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
