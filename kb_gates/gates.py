@@ -18,14 +18,13 @@ from kb_assets.core.extractors.public_api import EXTRACTOR_ID as PUBLIC_API_ID
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
 from kb_assets.core.ids import artifact_id
 from kb_assets.core.llm.units import MODEL_PASS_IDS
-from kb_assets.core.models import JSON, Grounding
+from kb_assets.core.models import JSON, READABLE_MODES, Grounding
 from kb_assets.core.modules import ModuleMap, map_modules
 from kb_assets.core.program import Program
 from kb_assets.core.program_memo import PerProgram
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.extract import run_extractor
 from kb_assets.indexing.load import load_program
-from kb_assets.indexing.parse import READABLE
 from kb_gates.check_process import Rows
 from kb_gates.griffe_oracle import Entry, griffe_surface
 from kb_gates.grimp_oracle import grimp_graph
@@ -209,7 +208,7 @@ def _oracle_inputs(
     """What an oracle needs: the commit's (path, blob) files, the unparsed paths, its module map
     and the extractor's staged payloads."""
     with engine.connect() as conn:
-        files = [f for f in reads.commit_files(conn, sha) if f.mode in READABLE]
+        files = [f for f in reads.commit_files(conn, sha) if f.mode in READABLE_MODES]
         parse_gaps = {g.path for g in reads.gaps(conn, sha) if g.source == "parse" and g.reason in UNPARSED}
         records = reads.staged_payloads(conn, sha, extractor_id)
     module_map = map_modules(f.path for f in files)

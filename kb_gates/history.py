@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
+from kb_assets.core.models import READABLE_MODES
 from kb_assets.core.spans import ParseLimits
-from kb_assets.indexing.parse import READABLE
 from kb_gates.blob_sample import Sampled, blob_mismatches
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
@@ -47,7 +47,7 @@ def cache_mismatches(
     """Blobs whose cached spans or facts differ from a fresh parse (empty when the cache is sound;
     ``blob_sample``)."""
     with engine.connect() as conn:
-        blob_ids = [f.blob_id for f in reads.commit_files(conn, sha) if f.mode in READABLE]
+        blob_ids = [f.blob_id for f in reads.commit_files(conn, sha) if f.mode in READABLE_MODES]
         chosen = stable_sample(sha, blob_ids, sample)
         cached = reads.load_parsed_blobs(conn, parser_version(), chosen)
     sampled: list[Sampled] = []

@@ -12,11 +12,11 @@ from sqlalchemy import Engine
 
 from kb_assets.core.blobs import decode_facts
 from kb_assets.core.extractors.registry import parser_version
-from kb_assets.core.models import JSON, EncodedBlob, Span
+from kb_assets.core.models import JSON, READABLE_MODES, EncodedBlob, Span
 from kb_assets.core.modules import map_modules
 from kb_assets.core.program import CONFIG_FILES, Program, SourceFile
 from kb_assets.core.spans import ParseLimits
-from kb_assets.indexing.parse import READABLE, ensure_parsed, forget_parsed, take_parsed
+from kb_assets.indexing.parse import ensure_parsed, forget_parsed, take_parsed
 from kb_resources.git.files import read_path
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
@@ -37,7 +37,7 @@ def load_program(repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits
     if _last is not None and _last[0] == key:
         return _last[1]
     with engine.connect() as conn:
-        files = [f for f in reads.commit_files(conn, sha) if f.mode in READABLE]
+        files = [f for f in reads.commit_files(conn, sha) if f.mode in READABLE_MODES]
     loaded = _load_blobs(repo, engine, sorted({f.blob_id for f in files}), limits=limits, workers=workers)
     sources: dict[str, SourceFile] = {}
     for f in files:

@@ -25,8 +25,6 @@ from kb_resources.store import reads, writes
 from kb_resources.store.bulk import LoadLog, refresh_statistics
 from kb_resources.store.reads import CommitFile
 
-READABLE = READABLE_MODES
-
 _written: tuple[tuple[str, str], dict[str, EncodedBlob]] | None = None
 """The blobs this process's last parse wrote, by (store url, parser version), until
 ``load_program`` takes them (``take_parsed``): the program a run loads right after its parse
@@ -149,7 +147,7 @@ def parse_commit(
     """Parse what is new in the commit and record its span occurrences and parse gaps."""
     with engine.connect() as conn:
         files = reads.commit_files(conn, sha)
-    readable = [f for f in files if f.mode in READABLE]
+    readable = [f for f in files if f.mode in READABLE_MODES]
     blob_ids = sorted({f.blob_id for f in readable})
     parsed_now = ensure_parsed(repo, engine, blob_ids, limits=limits, workers=workers, force=force)
     with engine.connect() as conn:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from kb_assets.core.chunks import Chunk, chunk_id, chunk_source
+from kb_assets.core.models import READABLE_MODES
 from kb_assets.indexing.embed import WRITE_BATCH, EmbedStats
-from kb_assets.indexing.parse import READABLE
 from kb_assets.indexing.progress import report
 from kb_resources.embedding.port import Embedder, check_dim
 from kb_resources.git.repo import GitRepo
@@ -85,7 +85,7 @@ def chunk_commit(
         files = [
             f
             for f in reads.commit_files(conn, sha)
-            if f.mode in READABLE and f.size <= max_bytes and f.path.endswith(SOURCE_SUFFIXES)
+            if f.mode in READABLE_MODES and f.size <= max_bytes and f.path.endswith(SOURCE_SUFFIXES)
         ]
         blobs = sorted({f.blob_id for f in files})
         done_before = chunked_blobs(conn, blobs, model)
