@@ -9,7 +9,6 @@ from contextlib import AbstractContextManager, nullcontext
 from kb_assets.cli.runner import CheckReport, index_commit
 from kb_assets.cli.session import Session, open_session
 from kb_assets.core.errors import BadInputError, CheckFailedError
-from kb_assets.core.spans import ParseLimits
 from kb_assets.core.summary import gap_line, summary_line
 from kb_assets.indexing import head_start
 from kb_resources.store import reads
@@ -81,10 +80,13 @@ def _head_start(session: Session, sha: str, *, full: bool, processes: int) -> Ab
     process (under the multiprocess executor the parse runs in another)."""
     if processes > 0:
         return nullcontext()
-    s = session.settings
-    limits = ParseLimits(max_bytes=s.max_file_bytes, timeout_s=s.parse_timeout_s)
     return head_start.started(
-        session.repo, session.store.engine, sha, limits=limits, workers=s.workers, force=full
+        session.repo,
+        session.store.engine,
+        sha,
+        limits=session.limits(),
+        workers=session.settings.workers,
+        force=full,
     )
 
 

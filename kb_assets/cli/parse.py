@@ -9,7 +9,6 @@ import sys
 
 from kb_assets.cli.progress import drawn_progress
 from kb_assets.cli.session import open_session
-from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing.preparse import Shard, pre_parse
 
 
@@ -29,11 +28,14 @@ def run(args: argparse.Namespace) -> int:
     shard = Shard.parse(args.shard)  # bad input is refused before the store is opened
     session = open_session(args)
     sha = session.repo.resolve(args.sha)
-    settings = session.settings
-    limits = ParseLimits(max_bytes=settings.max_file_bytes, timeout_s=settings.parse_timeout_s)
     with drawn_progress(sys.stderr):
         done = pre_parse(
-            session.repo, session.store.engine, sha, shard, limits=limits, workers=settings.workers
+            session.repo,
+            session.store.engine,
+            sha,
+            shard,
+            limits=session.limits(),
+            workers=session.settings.workers,
         )
     print(
         f"parsed {sha[:12]} shard {shard}: {done.in_shard} of {done.blobs} blobs "

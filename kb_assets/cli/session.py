@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb_assets.core.errors import BadInputError, NotIndexedError, SchemaMismatchError
+from kb_assets.core.spans import ParseLimits
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import Settings, load_settings
 from kb_resources.store import reads
@@ -23,6 +24,10 @@ class Session:
     runs: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
     """Dagster's instance and the Definitions this session's runs go through, once opened
     (``runner.instance_and_definitions``; Dagster is imported only when a job runs)."""
+
+    def limits(self) -> ParseLimits:
+        """The per-file parse limits of the settings (those a run's resource gives its steps)."""
+        return ParseLimits(max_bytes=self.settings.max_file_bytes, timeout_s=self.settings.parse_timeout_s)
 
 
 def open_session(args: argparse.Namespace, *, read_only: bool = False) -> Session:
