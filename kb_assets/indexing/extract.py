@@ -13,7 +13,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from kb_assets.core.callgraph.graph import resolutions_in
 from kb_assets.core.extractors.base import Draft, Extraction, Extractor, OnDemandDrafts
@@ -26,9 +26,9 @@ from kb_assets.core.program import Program
 from kb_assets.core.symbols.table import symbol_table
 from kb_assets.indexing import prefetch
 from kb_assets.indexing.artifact_writes import Drafts, store_drafts
-from kb_assets.indexing.carries import known_stored, open_carry, remembering
+from kb_assets.indexing.carries import known_stored, open_carry, remembering, store_name
 from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
-from kb_resources.store import bulk, reads, writes
+from kb_resources.store import bulk, writes
 from kb_resources.store.bulk import LoadLog, refresh_statistics
 
 
@@ -111,9 +111,9 @@ def extract_commit(
     writer holds one batch's row locks while waiting for the next batch's, so writers of
     overlapping sets cannot deadlock. The commit's staged entries and gaps are replaced in one
     last transaction, as before. The call edges a carry (``carries``: the one a watch keeps, else
-    ``carry_file``'s) knows unchanged come as ids, staged once they are found stored (a watch's
-    kept carry staged them in this store at its previous commit: ``carries.known_stored``); if
-    one is not (a carry made on another store), every edge is drafted again.
+    ``carry_file``'s) knows unchanged come as ids, staged once they are found stored (known so
+    when this store staged them at the carry's commit: ``carries.known_stored``; else looked up);
+    if one is not (a carry made on another store), every edge is drafted again.
     """
     with _resolutions_file(carry_file) as resolutions:
         return _extract(engine, program, extractor, carry_file, resolutions)
@@ -152,7 +152,7 @@ def _extract(
     # Sorted once: staging cuts them into sets and the data version digests them, each sorting
     # them again (Django's 75,908 call-edge ids: 35 ms a sort, 2 ms when sorted already).
     ordered = tuple(sorted(ids))
-    with remembering(carry, program, ids[:drafted], carry_file, _store_name(engine)):
+    with remembering(carry, program, ids[:drafted], carry_file, store_name(engine)):
         _stage(engine, program.sha, extractor, ordered, gaps=gaps, loaded=log.rows)
     return StagedResult(artifact_ids=ordered, gaps=gaps, reused=len(reused), resolved_again=resolved)
 
@@ -194,33 +194,14 @@ def _extraction(
     """The extraction to store, the ids it reuses (only from a carry whose ids are stored) and
     the files its call graph resolved again (``Carried.resolved``)."""
     carried = carry.resolve(program)
-    if not carried.reused or known_stored(carry, _store_name(engine)):
+    if not carried.reused or known_stored(carry, engine, extractor.extractor_id):
         return carried.extraction, carried.reused, carried.resolved
     with engine.begin() as conn:
-        if _staged_here(conn, extractor, carry):
-            return carried.extraction, carried.reused, carried.resolved
         stored = bulk.stored_keys(conn, "artifact", "artifact_id", carried.reused)
     if len(stored) == len(set(carried.reused)):
         return carried.extraction, carried.reused, carried.resolved
     carry.forget()
     return carry.resolve(program).extraction, (), carried.resolved
-
-
-def _staged_here(conn: Connection, extractor: Extractor, carry: EdgeCarry) -> bool:
-    """Whether this store staged exactly the carry's edges (``extractor``'s) at the commit it
-    remembers: then each id it reuses is stored, without looking each up (``bulk.stored_keys``:
-    76k ids, ~0.17 s of a cold one-file Django commit). A carry from the file a run on this store
-    left is such a carry; one made on another store is looked up."""
-    remembered = carry.remembered
-    if remembered is None:
-        return False
-    sha, ids = remembered
-    return reads.staged_exactly(conn, sha, extractor.extractor_id, ids)
-
-
-def _store_name(engine: Engine) -> str:
-    """Which store ``engine`` writes to (its URL, without a password)."""
-    return engine.url.render_as_string(hide_password=True)
 
 
 def _resolutions_file(carry_file: Path | None) -> ResolutionFile | nullcontext[None]:
