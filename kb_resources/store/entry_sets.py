@@ -80,7 +80,8 @@ _PAST_EVERY_CHARACTER = chr(0x10FFFF)
 
 def _bucket_end(ids: list[str], prefix: str, start: int) -> int:
     """Where the ids starting with ``prefix`` end in the sorted ``ids`` (they begin at ``start``):
-    the first id that sorts after every string starting with it."""
+    the first id that sorts after every string starting with it. Ids are lowercase hex (the
+    store's check constraints), so none holds the last character that bound is made with."""
     return bisect.bisect_left(ids, prefix + _PAST_EVERY_CHARACTER, start)
 
 
