@@ -89,7 +89,8 @@ def open_carry(extractor: Extractor, path: Path | None) -> EdgeCarry | None:
 
 
 def mark_staged(carry: EdgeCarry, store: str) -> None:
-    """``carry`` now remembers ids just staged in ``store``: if it is the kept carry, the watch's
+    """``carry`` now remembers ids just staged in ``store`` (an engine's ``str(engine.url)``, as
+    the parse and the load name their stores): if it is the kept carry, the watch's
     next commit need not look them up there (a staged id is a stored one: staging refuses any
     other, and nothing deletes artifacts). Looking up Django's ~75,800 carried ids took ~0.18 s
     of each watched commit."""
@@ -105,7 +106,7 @@ def known_stored(carry: EdgeCarry, engine: Engine, extractor_id: str) -> bool:
     set (``reads.staged_exactly``: Django's 76k ids looked up took ~0.17 s of a cold one-file
     commit, the comparison ~0.04 s), as the file a run on this store left. A carry made on another
     store is neither, and is looked up."""
-    if carry is _kept and _stored_in == store_name(engine):
+    if carry is _kept and _stored_in == str(engine.url):
         return True
     remembered = carry.remembered
     if remembered is None:
@@ -113,11 +114,6 @@ def known_stored(carry: EdgeCarry, engine: Engine, extractor_id: str) -> bool:
     sha, ids = remembered
     with engine.connect() as conn:
         return reads.staged_exactly(conn, sha, extractor_id, ids)
-
-
-def store_name(engine: Engine) -> str:
-    """Which store ``engine`` writes to (its URL, without a password)."""
-    return engine.url.render_as_string(hide_password=True)
 
 
 def _read(path: Path) -> EdgeCarry:

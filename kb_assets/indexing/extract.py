@@ -26,7 +26,7 @@ from kb_assets.core.program import Program
 from kb_assets.core.symbols.table import symbol_table
 from kb_assets.indexing import prefetch
 from kb_assets.indexing.artifact_writes import Drafts, store_drafts
-from kb_assets.indexing.carries import known_stored, open_carry, remembering, store_name
+from kb_assets.indexing.carries import known_stored, open_carry, remembering
 from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
 from kb_resources.store import bulk, writes
 from kb_resources.store.bulk import LoadLog, refresh_statistics
@@ -152,7 +152,7 @@ def _extract(
     # Sorted once: staging cuts them into sets and the data version digests them, each sorting
     # them again (Django's 75,908 call-edge ids: 35 ms a sort, 2 ms when sorted already).
     ordered = tuple(sorted(ids))
-    with remembering(carry, program, ids[:drafted], carry_file, store_name(engine)):
+    with remembering(carry, program, ids[:drafted], carry_file, str(engine.url)):
         _stage(engine, program.sha, extractor, ordered, gaps=gaps, loaded=log.rows)
     return StagedResult(artifact_ids=ordered, gaps=gaps, reused=len(reused), resolved_again=resolved)
 
