@@ -139,6 +139,23 @@ def test_a_head_start_of_another_parse_is_stopped_and_the_step_parses_itself(
     assert cached == len(blob_ids)
 
 
+def test_a_head_start_is_stopped_when_another_process_cached_every_blob_meanwhile(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step's parse then has nothing to do, and still stops the head start's workers at once,
+    instead of leaving them parsing beside the rest of the run."""
+    _, repo, sha = _repo(tmp_path)
+    _any_size(monkeypatch)
+    blob_ids = list(head_start.readable_blobs(repo, sha))
+    with head_start.started(repo, store.engine, sha, limits=LIMITS, workers=2, force=False):
+        assert _workers() != []
+        parsed = [analyze_blob(b, repo.read_blob(b), EXTRACTORS, LIMITS, COLLECTORS) for b in blob_ids]
+        with store.engine.begin() as conn:  # as a concurrent ``kb parse`` would
+            writes.insert_encoded_blobs(conn, parser_version(), map(encode_blob, parsed))
+        assert parse.ensure_parsed(repo, store.engine, blob_ids, limits=LIMITS, workers=2) == set()
+        assert _workers() == []
+
+
 def test_nothing_is_started_for_a_cached_commit_and_a_forced_parse_starts_every_blob(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -203,11 +220,14 @@ def test_kb_index_parses_ahead_and_publishes_what_an_index_without_it_publishes(
     monkeypatch.setattr(head_start, "take", recorded)
     without = other_env.kb("index", path)
     assert without.code == 0, without.stderr
-    assert taken == [False]
+    assert taken  # each parse asks
+    assert not any(taken)  # and none finds one
+    taken.clear()
     _any_size(monkeypatch)
     ahead = kb_env.kb("index", path)
     assert ahead.code == 0, ahead.stderr
-    assert taken == [False, True]
+    assert taken[0]  # the step's parse takes it
+    assert not any(taken[1:])  # once
     files = len(repo.python_files(sha))
     assert f"({files} parsed, 0 reused)" in ahead.stdout
     assert ahead.stdout == without.stdout

@@ -62,6 +62,9 @@ def ensure_parsed(
     with engine.connect() as conn:
         cached = reads.parsed_blob_ids(conn, pv, blob_ids)
     todo = blob_ids if force else [b for b in blob_ids if b not in cached]
+    # Asked even with nothing to do: a head start of blobs another process cached meanwhile is
+    # stopped here, not left parsing beside the whole run.
+    started = head_start.take(engine, todo, limits)
     if not todo:
         return set()
     total = len(todo)
@@ -71,7 +74,7 @@ def ensure_parsed(
         limits,
         workers=workers,
         on_done=lambda done: report("parse", done, total),
-        started=head_start.take(engine, todo, limits),
+        started=started,
     )
     global _written  # noqa: PLW0603 - see its docstring
     _written = None
