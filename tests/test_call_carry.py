@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from kb_assets.cli.instance import open_instance
+from kb_assets.core.callgraph import resolutions
 from kb_assets.core.callgraph.graph import call_graph, kept_resolutions
 from kb_assets.core.extractors import call_carry
 from kb_assets.core.extractors.base import Draft
@@ -56,6 +57,14 @@ EDITS: list[tuple[str, Mapping[str, str]]] = [
     ("a callee's body, its caller untouched", {"pkg/impl.py": V1["pkg/impl.py"].replace("x + 1", "x + 2")}),
     ("the re-export read on the way", {"pkg/__init__.py": "from pkg.impl import helper, other\n"}),
     ("a caller", {"pkg/use.py": V1["pkg/use.py"].replace("    other()\n\n", "    other()\n    run()\n\n")}),
+    (
+        "a method loses a call and gains two",
+        {
+            "pkg/use.py": V1["pkg/use.py"]
+            .replace("    other()\n\n", "    other()\n    run()\n\n")
+            .replace("        self.stop()\n", "        helper(2)\n        other()\n")
+        },
+    ),
 ]
 """One change per commit, each on top of the previous one."""
 
@@ -87,18 +96,85 @@ def test_each_commit_through_the_carry_has_exactly_the_cold_ids(incremental: boo
     ids, and something is reused once there is a previous commit; also when each commit's graph
     is built from the last one's resolutions, as under ``kb watch`` (the carry then takes the
     unchanged edges' remembered signatures instead of making them again)."""
+    versions = [(label, files, _cold(files)) for label, files in _versions()]  # not kept: made first
     carry = EdgeCarry()
     with kept_resolutions() if incremental else nullcontext():
-        for n, (label, files) in enumerate(_versions()):
+        for n, (label, files, cold) in enumerate(versions):
             program = program_from_files(files, sha=f"{n + 1:040x}")
             carried = carry.resolve(program)
-            assert (call_graph(program).since is not None) == (incremental and n > 0), label
+            since = call_graph(program).since
+            assert since == (f"{n:040x}" if incremental and n > 0 else None), label
             made = [a.artifact_id for a in _built(program, carried.extraction.drafts)]
             carry.remember(program, made)
-            cold = _cold(files)
             assert set(made) | set(carried.reused) == set(cold.values()), label
             assert len(made) + len(carried.reused) == len(cold), label
             assert bool(carried.reused) == (n > 0), label
+
+
+def test_a_graph_replayed_from_the_remembered_commit_is_carried_as_a_delta(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under ``kept_resolutions`` (``kb watch``) every commit after the first is resolved as a
+    delta of the remembered edges (``edge_delta``: edges added, removed and touched by a changed
+    file), never by looking at every edge, and its drafted plus reused ids are the cold ids,
+    commit after commit: edges added, removed, and re-grounded through another file."""
+    looked: list[str] = []
+    real = EdgeCarry._looked_at
+
+    def counted(self: EdgeCarry, program: Program, *args: Any, **kwargs: Any) -> Any:
+        looked.append(program.sha)
+        return real(self, program, *args, **kwargs)
+
+    monkeypatch.setattr(EdgeCarry, "_looked_at", counted)
+    versions = [(label, files, _cold(files)) for label, files in _versions()]  # not kept: made first
+    carry = EdgeCarry()
+    previous: set[str] = set()
+    with kept_resolutions():
+        for n, (label, files, cold) in enumerate(versions):
+            program = program_from_files(files, sha=f"{n + 1:040x}")
+            carried = carry.resolve(program)
+            made = [a.artifact_id for a in _built(program, carried.extraction.drafts)]
+            carry.remember(program, made)
+            if n % 2:
+                carry.prepare()  # the files' index made ahead, as a watch does between rounds
+            assert sorted(made + list(carried.reused)) == sorted(cold.values()), label
+            assert set(carried.reused) <= previous, label
+            assert carried.reused or n == 0, label
+            previous = set(cold.values())
+    assert looked == [f"{1:040x}"]
+    assert carry.remembered is not None
+    assert sorted(carry.remembered[1]) == sorted(previous)
+
+
+def test_an_edge_into_a_changed_file_is_drafted_again_though_its_caller_is_replayed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The delta does not rest on the graph's rule of which files to resolve again: with that
+    rule narrowed to the changed file alone, the callers' logs are replayed and their edges are
+    not in ``CallGraph.changed``, yet an edge whose callee's span changed with the file is found
+    through the files' index (``edge_delta.touching``) and drafted again: the cold ids."""
+    real = resolutions.stale
+
+    def only_the_changed_file(previous: Any, program: Program, *args: Any) -> set[str] | None:
+        found = real(previous, program, *args)
+        changed = {p for p, source in program.files.items() if previous.blobs.get(p) != source.blob_id}
+        return None if found is None else found & changed
+
+    monkeypatch.setattr(resolutions, "stale", only_the_changed_file)
+    before, after = V1, {**V1, **EDITS[1][1]}
+    cold = _cold(after)
+    carry = EdgeCarry()
+    with kept_resolutions():
+        _remembered(carry, before)
+        program = program_from_files(after, sha="2" * 40)
+        carried = carry.resolve(program)
+        graph = call_graph(program)
+        assert graph.since is not None
+        assert ("pkg.use.run", "pkg.impl.helper") not in graph.changed
+        drafted = {d.logical_key for d in carried.extraction.drafts}
+        assert logical_key("pkg.use.run", "pkg.impl.helper") in drafted
+        made = [a.artifact_id for a in _built(program, carried.extraction.drafts)]
+    assert sorted(made + list(carried.reused)) == sorted(cold.values())
 
 
 def _counted_signatures(monkeypatch: pytest.MonkeyPatch) -> list[object]:
@@ -369,7 +445,7 @@ def _cold_from_store(repo: Path, sha: str) -> set[str]:
 def test_kb_watch_carries_edges_and_publishes_the_cold_ids(
     kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``kb watch --once`` indexing four commits in one process, with no carry file to start from,
+    """``kb watch --once`` indexing five commits in one process, with no carry file to start from,
     reuses edges from its second commit on (the call-edge materialization's ``reused`` metadata),
     publishes for each commit exactly the call edges a cold extraction of it builds, and leaves
     the carry file for the next run. The ids it reuses were staged by its own previous commit, so
@@ -502,11 +578,14 @@ def test_kb_index_carries_edges_through_its_file(
         path.write_bytes(b"".join(current.dump()))
     assert kb_env.kb("index", repo, "--sha", shas[3]).code == 0
     assert kb_env.kb("index", repo, "--sha", shas[4]).code == 0
+    assert kb_env.kb("index", repo, "--sha", shas[5]).code == 0  # an edge gone, two added
     for sha in shas:
         assert _published_calls(kb_env, repo, sha) == _cold_from_store(repo, sha)
     reused = _metadata(repo, "reused")
     assert [reused[sha] for sha in (shas[0], shas[2], shas[3])] == [0, 0, 0]
-    assert all(isinstance(n, int) and n > 0 for n in (reused[shas[1]], reused[shas[4]])), reused
+    assert all(isinstance(n, int) and n > 0 for n in (reused[shas[1]], reused[shas[4]], reused[shas[5]])), (
+        reused
+    )
     # A carry from the file is not looked up id by id: this store staged exactly its ids.
     assert looked_up == []
     # Each run after the first starts its call graph from the last run's resolutions file.

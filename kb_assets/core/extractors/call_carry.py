@@ -20,20 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from kb_assets.core.callgraph.graph import CallGraph, Edge, call_graph
 from kb_assets.core.callgraph.values import FORMS, Span
 from kb_assets.core.collector import paused_gc
 from kb_assets.core.extractors.base import Extraction
 from kb_assets.core.extractors.calls import CallsExtractor, EdgeDrafts
+from kb_assets.core.extractors.edge_delta import SIGNATURE_BYTES, UNSIGNED, EdgeKey, splice, touching
 from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.ids import ARTIFACT_ID_VERSION
 from kb_assets.core.program import Program
 
-EdgeKey = tuple[str, str]
 Signature = bytes
 """A 128-bit digest of every field of an ``Edge`` its draft reads, but the (caller, callee) key:
 compact enough to keep for a whole commit (Django: 75,908 edges) and to store between processes."""
@@ -76,24 +77,24 @@ class Carried:
     (``CallGraph.resolved``; None: every file was resolved)."""
 
 
-SIGNATURE_BYTES = 16
-"""Length of a ``Signature``."""
 DUMP_EDGES = 4096
 """Edges per record of ``EdgeCarry.dump`` (~0.5 MB each)."""
 
 
 @dataclass(slots=True)
 class _Resolving:
-    """The commit being indexed, between ``resolve`` and ``remember``: its edges in draft order,
-    the signatures already made (None: made in ``remember``) and the ids reused (None: drafted)."""
+    """The commit being indexed, between ``resolve`` and ``remember``: its edge keys in draft
+    order, with the remembered id of each reused edge (None: drafted) and every signature
+    (``UNSIGNED`` at the ``unsigned`` positions: made in ``settle``), and the positions of the
+    drafted edges."""
 
     program: Program
     graph: CallGraph
     keys: list[EdgeKey]
-    signatures: list[Signature | None]
-    reused: list[str | None]
-    fresh: int = 0
-    """How many edges are drafted (their ``reused`` is None)."""
+    ids: list[str | None]
+    signatures: bytearray
+    fresh: list[int]
+    unsigned: list[int]
 
 
 class EdgeCarry:
@@ -103,10 +104,11 @@ class EdgeCarry:
     its ``call_edges`` step, and small objects made there would stay in the run's memory.
 
     ``remember`` only notes the staged commit; packing it into those sequences waits for
-    ``settle`` (called by ``dump``, ``remembered`` and ``resolve``), and indexing its keys for the
-    next ``resolve`` for ``prepare``: ``kb watch`` does both once the round's commits are
-    published, when it writes the carry's file, instead of on each commit's way to its snapshot
-    (~0.05 s each on a warm Django commit)."""
+    ``settle`` (called by ``dump``, ``remembered`` and ``resolve``), and indexing its keys (and
+    which edges read each file: ``edge_delta.touching``) for the next ``resolve`` for
+    ``prepare``: ``kb watch`` does both once the round's commits are published, when it writes
+    the carry's file, instead of on each commit's way to its snapshot (~0.05 s each on a warm
+    Django commit, and ~0.1 s for the files' index)."""
 
     def __init__(self) -> None:
         self._sha: str | None = None
@@ -117,6 +119,9 @@ class EdgeCarry:
         self._pending: _Resolving | None = None
         self._unsettled: tuple[_Resolving, Sequence[str]] | None = None
         self._at: dict[EdgeKey, int] | None = None
+        self._edges: Mapping[EdgeKey, Edge] | None = None
+        """The remembered commit's edges, when this process built them (not read from a file)."""
+        self._touching: dict[str, list[EdgeKey]] | None = None
 
     @property
     def remembers(self) -> bool:
@@ -131,50 +136,99 @@ class EdgeCarry:
         return (self._sha, self._ids) if self._sha is not None and self._blobs else None
 
     def resolve(self, program: Program) -> Carried:
-        """The call-edge extraction of ``program``, reusing what the remembered commit proves."""
+        """The call-edge extraction of ``program``, reusing what the remembered commit proves:
+        as a delta of its edges when the graph was replayed from it and this process built them
+        (``edge_delta``), else looking at every edge."""
         self._pending = None
         at = self._index()
-        remembered, ids = self._signatures, self._ids
         with paused_gc():
             graph = call_graph(program)
             changed = _changed_paths(self._blobs, program)
-            touched: dict[frozenset[Span], bool] = {}
-            vias: dict[frozenset[Span], str] = {}
-            pending = _Resolving(program, graph, sorted(graph.edges), [], [])
-            fresh: list[EdgeKey] = []
             replayed = graph.since is not None and graph.since == self._sha
-            for key in pending.keys:
-                n = at.get(key)
-                if n is None:  # signed once the drafts are gone (``remember``): the run's peak
-                    fresh.append(key)
-                    pending.signatures.append(None)
-                    pending.reused.append(None)
-                    continue
-                edge = graph.edges[key]
-                start = n * SIGNATURE_BYTES
-                if replayed and key not in graph.changed:
-                    sig, same = remembered[start : start + SIGNATURE_BYTES], True
-                else:
-                    sig = signature(edge, vias)
-                    same = remembered[start : start + SIGNATURE_BYTES] == sig
-                if same and not _touches(edge, changed, touched):
-                    pending.reused.append(ids[n])
-                else:
-                    fresh.append(key)
-                    pending.reused.append(None)
-                pending.signatures.append(sig)
-            drafts = EdgeDrafts(program, graph, fresh)
-        pending.fresh = len(fresh)
+            if replayed and self._edges is not None:
+                pending = self._replayed(program, graph, at, changed)
+            else:
+                pending = self._looked_at(program, graph, at, changed, replayed=replayed)
+            drafts = EdgeDrafts(program, graph, [pending.keys[n] for n in pending.fresh])
         self._pending = pending
-        reused = tuple(found for found in pending.reused if found is not None)
+        reused = tuple(filter(None, pending.ids))
         return Carried(Extraction(drafts=drafts, gaps=tuple(graph.gaps)), reused, graph.resolved)
+
+    def _looked_at(
+        self,
+        program: Program,
+        graph: CallGraph,
+        at: Mapping[EdgeKey, int],
+        changed: frozenset[str],
+        *,
+        replayed: bool,
+    ) -> _Resolving:
+        """Every edge compared with the remembered one: its signature (taken as remembered when
+        the graph was ``replayed`` from that commit and vouches for the edge) and its spans."""
+        remembered, ids = self._signatures, self._ids
+        touched: dict[frozenset[Span], bool] = {}
+        vias: dict[frozenset[Span], str] = {}
+        keys = sorted(graph.edges)
+        pending = _Resolving(program, graph, keys, [], bytearray(), [], [])
+        for pos, key in enumerate(keys):
+            n = at.get(key)
+            if n is None:  # signed once the drafts are gone (``settle``): the run's peak
+                pending.fresh.append(pos)
+                pending.unsigned.append(pos)
+                pending.ids.append(None)
+                pending.signatures += UNSIGNED
+                continue
+            edge = graph.edges[key]
+            start = n * SIGNATURE_BYTES
+            if replayed and key not in graph.changed:
+                sig, same = remembered[start : start + SIGNATURE_BYTES], True
+            else:
+                sig = signature(edge, vias)
+                same = remembered[start : start + SIGNATURE_BYTES] == sig
+            if same and not _touches(edge, changed, touched):
+                pending.ids.append(ids[n])
+            else:
+                pending.fresh.append(pos)
+                pending.ids.append(None)
+            pending.signatures += sig
+        return pending
+
+    def _replayed(
+        self, program: Program, graph: CallGraph, at: Mapping[EdgeKey, int], changed: frozenset[str]
+    ) -> _Resolving:
+        """The remembered sequences with the graph's keys spliced in (``edge_delta.splice``); only
+        the edges ``graph.changed`` names, and those that read a span in a ``changed`` file (the
+        remembered edges, indexed by file: ``edge_delta.touching``), are looked at."""
+        spliced = splice(self._keys, self._ids, self._signatures, at, graph.edges)
+        keys, ids, signatures = spliced.keys, spliced.ids, spliced.signatures
+        index = self._index_files()
+        suspects = set(graph.changed)
+        for path in changed:
+            suspects.update(index.get(path, ()))
+        fresh = set(spliced.added)
+        touched: dict[frozenset[Span], bool] = {}
+        vias: dict[frozenset[Span], str] = {}
+        for key in sorted(suspects):
+            pos = bisect_left(keys, key)
+            if pos == len(keys) or keys[pos] != key or ids[pos] is None:
+                continue  # an edge gone, or one added (drafted already)
+            if key in graph.changed:
+                edge = graph.edges[key]
+                sig = signature(edge, vias)
+                place = slice(pos * SIGNATURE_BYTES, (pos + 1) * SIGNATURE_BYTES)
+                same, signatures[place] = signatures[place] == sig, sig
+                if same and not _touches(edge, changed, touched):
+                    continue
+            ids[pos] = None
+            fresh.add(pos)
+        return _Resolving(program, graph, keys, ids, signatures, sorted(fresh), spliced.added)
 
     def remember(self, program: Program, drafted: Sequence[str]) -> None:
         """The commit's edges are staged: remember them for the next commit. ``drafted``: the ids
         of the drafted edges, in draft order (one artifact per draft; any other count means the
         run is not the one resolved, and nothing is remembered). They are packed by ``settle``."""
         pending, self._pending = self._pending, None
-        if pending is None or pending.program is not program or len(drafted) != pending.fresh:
+        if pending is None or pending.program is not program or len(drafted) != len(pending.fresh):
             self.forget()
             return
         self._unsettled = (pending, drafted)
@@ -182,25 +236,30 @@ class EdgeCarry:
         self._sha = program.sha
 
     def settle(self) -> None:
-        """Pack the commit ``remember`` noted: signatures (the drafted edges signed now, once their
-        drafts are gone: the run's peak) and ids in edge order."""
+        """Pack the commit ``remember`` noted: the drafted edges' ids in their places, and their
+        signatures (made now, once their drafts are gone: the run's peak)."""
         if self._unsettled is None:
             return
         pending, drafted = self._unsettled
         self._unsettled = None
-        made = iter(drafted)
+        ids, signatures, keys, edges = pending.ids, pending.signatures, pending.keys, pending.graph.edges
+        for pos, made in zip(pending.fresh, drafted, strict=True):
+            ids[pos] = made
         vias: dict[frozenset[Span], str] = {}
-        signatures = bytearray()
-        ids: list[str] = []
-        for key, sig, reused in zip(pending.keys, pending.signatures, pending.reused, strict=True):
-            found = reused if reused is not None else next(made)
-            signatures += sig if sig is not None else signature(pending.graph.edges[key], vias)
-            ids.append(found)
-        self._keys, self._signatures, self._ids, self._at = pending.keys, bytes(signatures), ids, None
+        for pos in pending.unsigned:
+            signatures[pos * SIGNATURE_BYTES : (pos + 1) * SIGNATURE_BYTES] = signature(
+                edges[keys[pos]], vias
+            )
+        if keys is not self._keys:
+            self._at = None
+        self._keys, self._signatures, self._ids = keys, bytes(signatures), cast("list[str]", ids)
+        self._edges, self._touching = edges, None
 
     def prepare(self) -> None:
-        """Settle, and index the keys for the next ``resolve`` now (a process that has the time)."""
+        """Settle, and index the keys and files for the next ``resolve`` now (a process that has
+        the time)."""
         self._index()
+        self._index_files()
 
     def _index(self) -> dict[EdgeKey, int]:
         """Where each remembered edge is in the three sequences (made once per remembered commit)."""
@@ -209,10 +268,18 @@ class EdgeCarry:
             self._at = {key: n for n, key in enumerate(self._keys)}
         return self._at
 
+    def _index_files(self) -> dict[str, list[EdgeKey]]:
+        """Which remembered edges read a span in each file (made once per remembered commit; none
+        for a carry read from a file, which has no edges)."""
+        self.settle()
+        if self._touching is None:
+            self._touching = touching(self._edges) if self._edges is not None else {}
+        return self._touching
+
     def forget(self) -> None:
         """Remember nothing (the next commit drafts every edge)."""
         self._blobs, self._keys, self._signatures, self._ids, self._pending = {}, [], b"", [], None
-        self._sha, self._unsettled, self._at = None, None, None
+        self._sha, self._unsettled, self._at, self._edges, self._touching = None, None, None, None, None
 
     def dump(self) -> Iterator[bytes]:
         """The remembered commit as the records ``load`` reads back in another process: a header
