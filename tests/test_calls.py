@@ -149,6 +149,24 @@ def test_passed_returned_and_forwarded_functions() -> None:
     assert {("m.run", "m.cb"), ("m.deco.wrapper", "m.task"), ("m.main", "m.cb"), ("m", "m.deco")} <= edges
 
 
+def test_functions_forwarded_in_a_cycle_and_never_called_make_no_edge() -> None:
+    """Parameters forwarded into each other in a cycle, one of them called: a function passed
+    into any parameter of the cycle is called by the caller of that one parameter, however it
+    entered; a function passed only into parameters that reach no call is called by nobody
+    (``passing._reaching``: only parameters a call can be reached from are matched)."""
+    edges = _edges(
+        {
+            "m.py": "def cb(): pass\ndef other(): pass\ndef idle(): pass\n"
+            "def ping(f, n):\n    pong(f, n)\ndef pong(g, n):\n    g()\n    ping(g, n)\n"
+            "def keep(h):\n    store(h)\ndef store(k):\n    return k\n"
+            "def main():\n    ping(cb, 1)\n    pong(other, 2)\n    keep(idle)\n"
+        }
+    )
+    assert {("m.pong", "m.cb"), ("m.pong", "m.other")} <= edges
+    assert not {e for e in edges if e[1] == "m.idle" and e[0] != "m.main"}
+    assert ("m.main", "m.idle") not in edges  # passed, not called
+
+
 def test_typed_receivers_reach_external_sinks() -> None:
     """External calls are kept per caller with their dotted names, typed through annotations,
     instance attributes and known factories (``sessionmaker()()`` is a SQLAlchemy ``Session``)."""
