@@ -47,9 +47,9 @@ class Gathered:
         self.arguments: dict[_Key, list[tuple[Resolved | None, frozenset[Span]]]] = {}
         self.forwards: dict[_Key, list[_Key]] = {}
         """Each parameter passed on as an argument (``def later(cb): run(cb)``: ``cb``), and the
-        parameters it is passed into, as given (kept as arguments come: only ~1 in 40 of Django's
-        41,826 arguments is a parameter, and finding them at each match took ~27 ms of every warm
-        commit)."""
+        parameters it is passed into, as given: kept as arguments come (6,464 of Django's 41,826
+        arguments are parameters), where ``Passings.resolve`` went through every argument to
+        find them at each build."""
 
     def parameter_call(self, param: Param, caller: Def, offset: int, main: bool) -> None:
         """``caller`` calls parameter ``param`` at line offset ``offset`` of its span."""
@@ -138,8 +138,9 @@ class Passings(Gathered):
         An argument's value is made a callee (``Resolved.through``) only when its parameter
         reaches a parameter call: on Django 217 parameter calls meet 41,826 arguments, and
         making every one took ~35 ms of each warm commit. Only the parameters from which a
-        parameter call can be reached (``_reaching``) are looked at, in order: going through
-        every parameter's arguments and forwards took ~15 ms more."""
+        parameter call can be reached (``_reaching``) are looked at, in order: 149 of the 6,822
+        parameters that Django's arguments go into. On Django's full graph this took 41-67 ms
+        before, going through every parameter's arguments and forwards, and takes 26-29 ms."""
         added: set[tuple[str, str]] = set()
         calls, forwards = self.calls, self.forwards
         for key in sorted(_reaching(calls.keys(), forwards).intersection(self.arguments)):

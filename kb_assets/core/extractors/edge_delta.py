@@ -6,7 +6,8 @@ So which edges a changed file touches is known before the commit from the rememb
 (``touching``, indexed while the watch waits), and the keys, ids and signatures in draft order
 are the remembered ones with the few keys added and removed spliced in (``splice``). On a warm
 one-file Django commit that replaces a Python loop over all 75,908 edges (a sort, an index
-look-up, a span test and two appends each: ~0.17 s of the call-edge step) by a few slices.
+look-up, a span test and two appends each; ~0.17 s under py-spy) by a few slices: the call-edge
+step's median 0.71 -> 0.605 s over 24 watched commits.
 """
 
 from __future__ import annotations
