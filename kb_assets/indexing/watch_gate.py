@@ -2,10 +2,10 @@
 
 Reading the watched branches' tips costs microseconds; a round (published commits and cursors from
 the store, a plan per branch) costs a few queries whose size grows with the history. So the tips
-are read every ``--interval`` (``watch.INTERVAL_S``, 0.25 s by default: a new commit waits 0.125 s
-on average before its run starts, where a 10 s poll made it wait 5 s) and a round runs only when they differ from those of
-the last round, or when the last round failed and ``retry_s`` has passed (a failing run is not
-started back to back).
+are read every ``--interval`` (``watch.INTERVAL_S``, 0.25 s by default: a new commit waits
+0.125 s on average before its run starts, where a 10 s poll made it wait 5 s) and a round runs
+only when they differ from those of the last round, or when the last round failed and
+``retry_s`` has passed (a failing run is not started back to back).
 """
 
 from __future__ import annotations
