@@ -7,8 +7,7 @@ from __future__ import annotations
 import random
 
 from kb_assets.core.callgraph.graph import call_graph
-from kb_assets.core.extractors import call_carry
-from kb_assets.core.extractors.edge_delta import SIGNATURE_BYTES, UNSIGNED, EdgeKey, splice, touching
+from kb_assets.core.extractors.edge_delta import SIGNATURE_BYTES, UNSIGNED, EdgeKey, splice, touches, touching
 from tests.programs import program_from_files
 from tests.test_call_carry import V1
 
@@ -45,14 +44,14 @@ def test_a_splice_is_the_new_keys_in_order_with_every_kept_keys_id_and_signature
 
 
 def test_the_files_index_names_the_edges_a_change_to_each_file_touches() -> None:
-    """For every file of a real program, the index's edges are those ``call_carry._touches``
+    """For every file of a real program, the index's edges are those ``edge_delta.touches``
     finds reading a span in it (caller, callees, other sites, spans read on the way)."""
     files = V1  # the carry tests' four files: edges within a file, across files, through a re-export
     graph = call_graph(program_from_files(files))
     index = touching(graph.edges)
     assert set(index) <= set(files)
     for path in files:
-        expected = {k for k, e in graph.edges.items() if call_carry._touches(e, frozenset({path}), {})}
+        expected = {k for k, e in graph.edges.items() if touches(e, frozenset({path}), {})}
         assert set(index.get(path, ())) == expected, path
         assert len(index.get(path, ())) == len(expected), path
     assert len(index["pkg/__init__.py"]) > 0  # the re-export is read on the way to ``helper``

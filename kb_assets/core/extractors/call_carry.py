@@ -30,7 +30,14 @@ from kb_assets.core.callgraph.values import FORMS, Span
 from kb_assets.core.collector import paused_gc
 from kb_assets.core.extractors.base import Extraction
 from kb_assets.core.extractors.calls import CallsExtractor, EdgeDrafts
-from kb_assets.core.extractors.edge_delta import SIGNATURE_BYTES, UNSIGNED, EdgeKey, splice, touching
+from kb_assets.core.extractors.edge_delta import (
+    SIGNATURE_BYTES,
+    UNSIGNED,
+    EdgeKey,
+    splice,
+    touches,
+    touching,
+)
 from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.ids import ARTIFACT_ID_VERSION
 from kb_assets.core.program import Program
@@ -179,13 +186,12 @@ class EdgeCarry:
                 pending.signatures += UNSIGNED
                 continue
             edge = graph.edges[key]
-            start = n * SIGNATURE_BYTES
+            sig = remembered[n * SIGNATURE_BYTES : (n + 1) * SIGNATURE_BYTES]
             if replayed and key not in graph.changed:
-                sig, same = remembered[start : start + SIGNATURE_BYTES], True
+                holds = not touches(edge, changed, touched)
             else:
-                sig = signature(edge, vias)
-                same = remembered[start : start + SIGNATURE_BYTES] == sig
-            if same and not _touches(edge, changed, touched):
+                sig, holds = _compared(edge, sig, changed, touched, vias)
+            if holds:
                 pending.ids.append(ids[n])
             else:
                 pending.fresh.append(pos)
@@ -213,11 +219,11 @@ class EdgeCarry:
             if pos == len(keys) or keys[pos] != key or ids[pos] is None:
                 continue  # an edge gone, or one added (drafted already)
             if key in graph.changed:
-                edge = graph.edges[key]
-                sig = signature(edge, vias)
                 place = slice(pos * SIGNATURE_BYTES, (pos + 1) * SIGNATURE_BYTES)
-                same, signatures[place] = signatures[place] == sig, sig
-                if same and not _touches(edge, changed, touched):
+                signatures[place], holds = _compared(
+                    graph.edges[key], bytes(signatures[place]), changed, touched, vias
+                )
+                if holds:
                     continue
             ids[pos] = None
             fresh.add(pos)
@@ -331,22 +337,15 @@ def _changed_paths(blobs: Mapping[str, str], program: Program) -> frozenset[str]
     return frozenset(changed)
 
 
-def _touches(edge: Edge, changed: frozenset[str], touched: dict[frozenset[Span], bool]) -> bool:
-    """Whether any span the edge's draft reads lies in a changed file (``touched``: per ``via`` set,
-    which thousands of edges share)."""
-    if not changed:
-        return False
-    if edge.caller.path in changed:
-        return True
-    for path, _ in edge.callee_spans:  # loops, not ``any``: this runs for each of 75,908 edges
-        if path in changed:
-            return True
-    if edge.others is not None:
-        for path, _, _ in edge.others:
-            if path in changed:
-                return True
-    via = edge.via
-    hit = touched.get(via)
-    if hit is None:
-        hit = touched[via] = any(path in changed for path, _ in via)
-    return hit
+def _compared(
+    edge: Edge,
+    remembered: bytes,
+    changed: frozenset[str],
+    touched: dict[frozenset[Span], bool],
+    vias: dict[frozenset[Span], str],
+) -> tuple[Signature, bool]:
+    """The edge's signature, and whether the remembered edge's id still holds for it: the same
+    signature as ``remembered``, and no span it reads in a ``changed`` file (``touched`` and
+    ``vias``: the per-``via``-set memos of ``touches`` and ``signature``)."""
+    sig = signature(edge, vias)
+    return sig, sig == remembered and not touches(edge, changed, touched)
