@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -75,7 +76,7 @@ from kb_resources.store.snapshot_reads import (
     snapshot_records,
     whole_snapshot_plan,
 )
-from kb_resources.store.staged_delta import proven_base, unchanged_paths
+from kb_resources.store.staged_delta import changed_paths, proven_base
 
 __all__ = [
     "ArtifactRecord",
@@ -298,7 +299,7 @@ def span_occurrences(
         sha,
         since,
     )
-    with whole_snapshot_plan(conn):
+    with _planned(conn, since):
         return [SpanOccurrence(*row) for row in conn.execute(query).all()]
 
 
@@ -306,7 +307,13 @@ def _at_commit(query: sa.Select[Any], o: Any, sha: str, since: str | None) -> sa
     """``query`` over occurrences ``o`` narrowed to commit ``sha`` (and to the paths whose blob
     differs at ``since``), in path, start line and ordinal order."""
     query = query.where(o.sha == sha).order_by(o.path.collate("C"), o.start_line, o.ordinal)
-    return query if since is None else query.where(o.path.not_in(unchanged_paths(sha, since)))
+    return query if since is None else query.where(o.path.in_(changed_paths(sha, since)))
+
+
+def _planned(conn: sa.Connection, since: str | None) -> AbstractContextManager[None]:
+    """The plan of an ``_at_commit`` read: hash joins for a whole commit (``whole_snapshot_plan``),
+    the planner's own choice for the paths changed since a base, which it probes by index."""
+    return whole_snapshot_plan(conn) if since is None else nullcontext()
 
 
 SPAN_FRAME_BATCH = 10_000
@@ -322,7 +329,7 @@ def span_frame_batches(
     Django's 58k occurrences at once, as rows and then a frame, left ~30 MiB in the run."""
     o = occurrences(parser_version).c
     query = _at_commit(sa.select(o.span_id, o.path, o.start_line, o.end_line), o, sha, since)
-    with whole_snapshot_plan(conn):
+    with _planned(conn, since):
         result = conn.execute(query.execution_options(yield_per=SPAN_FRAME_BATCH))
         for batch in result.partitions():
             yield [tuple(row) for row in batch]

@@ -140,3 +140,14 @@ def unchanged_paths(sha: str, base: str) -> sa.Select[tuple[str]]:
     now, then = commit_file.alias("now"), commit_file.alias("then")
     same = sa.and_(then.c.sha == base, then.c.path == now.c.path, then.c.blob_id == now.c.blob_id)
     return sa.select(now.c.path).join(then, same).where(now.c.sha == sha)
+
+
+def changed_paths(sha: str, base: str) -> sa.Select[tuple[str]]:
+    """Paths whose blob at ``sha`` is not the one ``base`` has there (new paths too): the only
+    paths whose span occurrences differ. Written as an anti-join, which the planner estimates
+    at a few rows, so that a read narrowed by it probes these paths' spans by index: as ``NOT
+    IN unchanged_paths`` it guessed half the commit's files and hashed every blob's spans (70-137
+    ms on Django against ~5 ms)."""
+    now, then = commit_file.alias("now"), commit_file.alias("then")
+    same = sa.and_(then.c.sha == base, then.c.path == now.c.path, then.c.blob_id == now.c.blob_id)
+    return sa.select(now.c.path).where(now.c.sha == sha, ~sa.exists().where(same))
