@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from dagster._core.run_coordinator import QueuedRunCoordinator
 
 from kb_assets.cli.instance import CLI_YAML, CLI_YAML_NAME, DAGSTER_YAML, ensure_dagster_home, open_instance
+from kb_assets.instance_tuning import forget_run_lookups
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import Settings, load_settings
 from kb_resources.store.engine import Store, open_store
@@ -128,4 +129,44 @@ def test_the_instance_asks_the_catalog_once_for_each_table_it_has(kb_env: KbEnv,
         assert not events.has_table("no_such_table")
         assert not events.has_table("no_such_table")
         assert catalog() == first + 2
+        instance.dispose()
+
+
+def test_a_run_asks_once_for_its_partition_and_its_assets_wipe_details(kb_env: KbEnv, tmp_path: Path) -> None:
+    """Within a run, the partition and each asset's wipe details are asked once (``RunLookups``);
+    a partition not found, one deleted through the instance and everything after
+    ``forget_run_lookups`` (a new run) are asked again."""
+    with _indexed(kb_env, tmp_path) as (settings, store):
+        instance = open_instance(settings, store)
+        events: Any = instance.event_log_storage
+        statements: list[str] = []
+        sa.event.listen(events._engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+
+        def asked(table: str) -> int:
+            return sum(s.startswith("SELECT") and f"FROM {table}" in s for s in statements)
+
+        sha = instance.get_dynamic_partitions("commits")[0]
+        forget_run_lookups(instance)
+        statements.clear()
+        for _ in range(3):
+            assert instance.has_dynamic_partition("commits", sha)
+        assert asked("dynamic_partitions") == 1
+        assert not instance.has_dynamic_partition("commits", "0" * 40)
+        assert not instance.has_dynamic_partition("commits", "0" * 40)
+        assert asked("dynamic_partitions") == 3
+
+        keys = [dg.AssetKey("call_edges"), dg.AssetKey("no_such_asset")]
+        first = events._get_assets_details(keys)
+        assert events._get_assets_details(keys[::-1]) == first[::-1]
+        assert events._get_assets_details([keys[0]]) == first[:1]
+        assert asked("asset_keys") == 1
+
+        forget_run_lookups(instance)
+        assert instance.has_dynamic_partition("commits", sha)
+        assert events._get_assets_details(keys) == first
+        assert (asked("dynamic_partitions"), asked("asset_keys")) == (4, 2)
+
+        instance.delete_dynamic_partition("commits", sha)
+        assert not instance.has_dynamic_partition("commits", sha)
+        assert asked("dynamic_partitions") == 5
         instance.dispose()

@@ -24,6 +24,7 @@ from kb_assets.core.errors import CheckFailedError, KbError
 from kb_assets.core.models import Gap
 from kb_assets.core.summary import IndexStats
 from kb_assets.indexing.prefetch import prefetching
+from kb_assets.instance_tuning import forget_run_lookups
 from kb_gates.check_process import CHECK_PROCESS
 from kb_resources.store import reads
 from kb_resources.store.failures import lost_store
@@ -137,6 +138,7 @@ def run_model_pass(
 def run_job(session: Session, job: str, sha: str, run_config: dict[str, Any], tags: dict[str, str]) -> Any:
     """Execute ``job`` for the commit's partition in this process; knowbase errors come out as such."""
     instance, defs = instance_and_definitions(session)
+    forget_run_lookups(instance)  # a session's instance serves one run after another (``kb watch``)
     if not instance.has_dynamic_partition("commits", sha):
         instance.add_dynamic_partitions("commits", [sha])
     logging.getLogger("dagster").setLevel(logging.ERROR)
