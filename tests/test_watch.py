@@ -7,14 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from kb_assets.cli import watch
 from kb_assets.core.collector import tune_collector
+from kb_resources.git.ref_events import RefEvents
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store.engine import open_store
@@ -99,6 +97,28 @@ def test_a_running_watch_indexes_a_commit_made_while_it_waits(kb_env: KbEnv, tmp
     assert "kb: watch stopped" in err
 
 
+def test_a_watch_starts_a_commit_as_its_branch_moves_not_at_its_next_look(
+    kb_env: KbEnv, tmp_path: Path
+) -> None:
+    """With looks an hour apart, a running watch still indexes a commit made while it waits: the
+    kernel's report of the ref change wakes it (``ref_events``; Linux, where CI runs)."""
+    repo = init_repo(tmp_path / "r")
+    _commit(repo, 1)
+    assert kb_env.kb("index", repo).code == 0
+    engine = open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()).engine
+    watch = spawn_kb(kb_env, "watch", repo, "--interval", "3600")
+    try:
+        wait_until(lambda: count(engine, "SELECT count(*) FROM branch_ref") == 1, "the first round", watch)
+        second = _commit(repo, 2)
+        cursor = "SELECT count(*) FROM branch_ref WHERE name = 'main' AND sha = :sha"
+        wait_until(lambda: count(engine, cursor, sha=second) == 1, "the cursor past the new commit", watch)
+    finally:
+        watch.send_signal(signal.SIGINT)
+        code, _, err = finish(watch)
+        engine.dispose()
+    assert code == 0, err
+
+
 def test_sigterm_stops_a_watch_that_has_indexed_even_when_it_started_with_sigint_ignored(
     kb_env: KbEnv, tmp_path: Path
 ) -> None:
@@ -160,8 +180,8 @@ def test_a_long_running_watch_collects_the_garbage_its_commits_leave(
         commit_tree(repo, files, f"c{n}")
 
     thresholds = gc.get_threshold()
-    # The watch's own clock, whose sleep is the hook (nothing else in the process sleeps through it).
-    monkeypatch.setattr(watch, "time", SimpleNamespace(monotonic=time.monotonic, sleep=between_rounds))
+    # The watch's wait between looks is the hook (nothing else in the process waits through it).
+    monkeypatch.setattr(RefEvents, "wait", lambda _self, seconds: between_rounds(seconds))
     tune_collector()
     try:
         res = kb_env.kb("watch", repo, "--interval", "0")
