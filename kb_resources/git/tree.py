@@ -12,6 +12,7 @@ with ``FileMode.SUBMODULE``, the submodule commit id as ``blob_id`` and size 0.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import pygit2
@@ -46,8 +47,13 @@ def render_path(raw: bytes) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
+@functools.cache
 def file_mode(git_mode: int) -> FileMode | None:
-    """Map a git tree-entry mode to knowbase's FileMode; None for modes knowbase does not list."""
+    """Map a git tree-entry mode to knowbase's FileMode; None for modes knowbase does not list.
+
+    Answered once per mode: pygit2 hands each entry's mode as an ``enum.IntFlag``, whose ``&``
+    goes through ``enum`` in Python, and a commit has a handful of distinct modes for thousands
+    of entries (Django's 2,823 files: 29 of the listing's 43-55 ms)."""
     if git_mode == GitMode.LINK:
         return FileMode.SYMLINK
     if git_mode == GitMode.COMMIT:
