@@ -84,3 +84,15 @@ def test_without_inotify_the_wait_only_sleeps(tmp_path: Path, monkeypatch: pytes
         assert not moves.watching
         run_git(repo, "update-ref", "refs/heads/main", first, dated=False)
         assert not moves.wait(QUIET_S)
+
+
+def test_events_the_kernel_dropped_end_the_wait(tmp_path: Path) -> None:
+    """More events than the kernel queues (lock files only, here) overflow its queue; a ref move
+    may have been among those dropped, so the wait ends."""
+    repo, _, _ = _repo(tmp_path)
+    queued = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    heads = repo / ".git" / "refs" / "heads"
+    with RefEvents(repo / ".git") as moves:
+        for n in range(queued // 2 + 1):  # a creation and a close-after-write each
+            (heads / f"x{n}.lock").write_bytes(b"")
+        assert moves.wait(MOVE_S)

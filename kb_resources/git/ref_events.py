@@ -24,7 +24,7 @@ from types import TracebackType
 from kb_resources.git.location import common_dir
 
 _IN_MODIFY, _IN_CLOSE_WRITE, _IN_MOVED_FROM, _IN_MOVED_TO = 0x2, 0x8, 0x40, 0x80
-_IN_CREATE, _IN_DELETE, _IN_ISDIR = 0x100, 0x200, 0x40000000
+_IN_CREATE, _IN_DELETE, _IN_Q_OVERFLOW, _IN_ISDIR = 0x100, 0x200, 0x4000, 0x40000000
 _MASK = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
 _EVENT = struct.Struct("iIII")
 """An inotify event's header: watch descriptor, mask, cookie, length of the name that follows."""
@@ -122,7 +122,9 @@ class RefEvents:
                 name = chunk[at + _EVENT.size : at + _EVENT.size + length].rstrip(b"\0")
                 at += _EVENT.size + length
                 where = self._watched.get(descriptor)
-                if where == self.common:
+                if mask & _IN_Q_OVERFLOW:  # the kernel dropped events: any of them may have been one
+                    changed = made = True
+                elif where == self.common:
                     changed = changed or name == _PACKED
                 elif where is not None and not name.endswith(_LOCK):
                     changed = True
