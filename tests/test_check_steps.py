@@ -11,7 +11,7 @@ import pytest
 
 from kb_assets.cli.instance import open_instance
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
-from kb_assets.indexing.extract import ids_digest
+from kb_assets.indexing.extract import DIGEST_CHUNK, ids_digest
 from kb_gates import gates
 from kb_gates.checks import EXTRACTORS_STEP, all_checks, extractor_check_list
 from kb_resources.git.repo import GitRepo
@@ -139,10 +139,13 @@ def test_an_assets_data_version_is_the_digest_of_its_sorted_distinct_ids() -> No
     """``ids_digest`` (each extractor asset's data version) is sha256 over the distinct ids in
     sorted order, one after the other: the same for any order or repetition of the ids, and the
     value every earlier run stored for the same set."""
-    ids = [hashlib.sha256(str(n).encode()).hexdigest() for n in range(50)]
+    ids = [hashlib.sha256(str(n).encode()).hexdigest() for n in range(3 * DIGEST_CHUNK + 5)]
     step_by_step = hashlib.sha256()
     for artifact_id in sorted(ids):
         step_by_step.update(artifact_id.encode("ascii"))
+    ordered = tuple(sorted(ids))  # as staged: taken as they are, in chunks
+    assert ids_digest(ordered) == step_by_step.hexdigest()
     assert ids_digest(reversed(ids + ids[:7])) == step_by_step.hexdigest()
+    assert ids_digest(tuple(sorted(ids + ids[:1]))) == step_by_step.hexdigest()  # sorted, repeated
     assert ids_digest([]) == hashlib.sha256().hexdigest()
     assert ids_digest(ids[1:]) != ids_digest(ids)

@@ -7,6 +7,7 @@ commit's knowledge is the staged entry, published atomically later by the snapsh
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections import Counter
 from collections.abc import Iterable
 from contextlib import nullcontext
@@ -42,10 +43,21 @@ class ExtractResult:
 
 def ids_digest(ids: Iterable[str]) -> str:
     """Order-independent digest of a set of ids: sha256 over the sorted distinct ids, concatenated
-    (hashed in one call: Django's 75,908 call-edge ids one by one took ~0.1 s of every commit).
-    Ids given sorted (``StagedResult``'s) stay in order through ``dict.fromkeys``, and sorting
-    them again is then nearly free: 10 instead of 28 ms through a ``set``."""
-    return hashlib.sha256("".join(sorted(dict.fromkeys(ids))).encode("ascii")).hexdigest()
+    (Django's 75,908 call-edge ids hashed one by one took ~0.1 s of every commit). Ids already
+    sorted and distinct (``StagedResult``'s) are recognised by one comparison of neighbours in C
+    and hashed as they are, ``DIGEST_CHUNK`` at a time: 23 -> ~8 ms for the call edges, the same
+    bytes hashed; others are de-duplicated and sorted first."""
+    given = ids if isinstance(ids, tuple) else tuple(ids)
+    ordered = given if all(map(operator.lt, given, given[1:])) else tuple(sorted(set(given)))
+    digest = hashlib.sha256()
+    for start in range(0, len(ordered), DIGEST_CHUNK):
+        digest.update("".join(ordered[start : start + DIGEST_CHUNK]).encode("ascii"))
+    return digest.hexdigest()
+
+
+DIGEST_CHUNK = 4096
+"""Ids joined and hashed at a time by ``ids_digest``: one 4.9 MB string for Django's call edges
+cost more than the hashing itself."""
 
 
 def run_extractor(extractor: Extractor, program: Program) -> ExtractResult:
