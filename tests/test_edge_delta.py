@@ -1,12 +1,16 @@
 """The next commit's call edges as a delta of the remembered ones (``edge_delta``): the spliced
-sequences are the new keys' in sorted order with every kept key's id and signature, and the
-files' index names exactly the edges a change to each file touches."""
+sequences are the new keys' in sorted order with every kept key's id and signature, the
+files' index names exactly the edges a change to each file touches, and the remembered ids with
+the dropped ones cut out stay sorted."""
 
 from __future__ import annotations
 
 import random
 
+import pytest
+
 from kb_assets.core.callgraph.graph import call_graph
+from kb_assets.core.extractors import edge_delta
 from kb_assets.core.extractors.edge_delta import SIGNATURE_BYTES, UNSIGNED, EdgeKey, splice, touches, touching
 from tests.programs import program_from_files
 from tests.test_call_carry import V1
@@ -36,6 +40,7 @@ def test_a_splice_is_the_new_keys_in_order_with_every_kept_keys_id_and_signature
         assert out.keys == expected
         assert out.ids == [f"id {k}" if k in at else None for k in expected]
         assert out.added == [n for n, k in enumerate(expected) if k not in at]
+        assert out.gone == [n for n, k in enumerate(before) if k not in now_keys]
         assert bytes(out.signatures) == b"".join(
             _signature(at[k] + 1) if k in at else UNSIGNED for k in expected
         )
@@ -55,3 +60,16 @@ def test_the_files_index_names_the_edges_a_change_to_each_file_touches() -> None
         assert set(index.get(path, ())) == expected, path
         assert len(index.get(path, ())) == len(expected), path
     assert len(index["pkg/__init__.py"]) > 0  # the re-export is read on the way to ``helper``
+
+
+def test_ids_without_the_dropped_ones_stay_sorted() -> None:
+    """``without`` against a set difference, for random sorted ids and dropped subsets (none, one,
+    neighbours, the ends, all); an id it does not hold is refused, never skipped."""
+    rng = random.Random(44)
+    for _ in range(300):
+        ordered = sorted({f"{rng.randrange(10**6):064x}" for _ in range(rng.randrange(0, 80))})
+        dropped = rng.sample(ordered, rng.randrange(0, len(ordered) + 1) // rng.choice((1, 4, 20)))
+        assert edge_delta.without(ordered, dropped) == tuple(sorted(set(ordered) - set(dropped)))
+    assert edge_delta.without(["a", "b"], []) == ("a", "b")
+    with pytest.raises(ValueError, match="c is not among"):
+        edge_delta.without(["a", "b"], ["c"])

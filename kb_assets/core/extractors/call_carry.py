@@ -37,6 +37,7 @@ from kb_assets.core.extractors.edge_delta import (
     splice,
     touches,
     touching,
+    without,
 )
 from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.ids import ARTIFACT_ID_VERSION
@@ -78,7 +79,9 @@ class Carried:
 
     extraction: Extraction
     reused: tuple[str, ...]
-    """Artifact ids of the edges unchanged since the remembered commit."""
+    """Artifact ids of the edges unchanged since the remembered commit; sorted when the commit was
+    carried as a delta (``edge_delta``), so that sorting them with the drafted ones for staging
+    is a merge."""
     resolved: int | None = None
     """Files whose scopes the call graph resolved again from the last commit's resolutions
     (``CallGraph.resolved``; None: every file was resolved)."""
@@ -102,6 +105,9 @@ class _Resolving:
     signatures: bytearray
     fresh: list[int]
     unsigned: list[int]
+    dropped: list[str] | None = None
+    """The remembered ids not reused, when resolved as a delta (``_replayed``): those of the edges
+    gone and of those drafted again."""
 
 
 class EdgeCarry:
@@ -129,6 +135,8 @@ class EdgeCarry:
         self._edges: Mapping[EdgeKey, Edge] | None = None
         """The remembered commit's edges, when this process built them (not read from a file)."""
         self._touching: dict[str, list[EdgeKey]] | None = None
+        self._sorted: list[str] | None = None
+        """The remembered ids, sorted (``_sorted_ids``)."""
 
     @property
     def remembers(self) -> bool:
@@ -158,7 +166,10 @@ class EdgeCarry:
                 pending = self._looked_at(program, graph, at, changed, replayed=replayed)
             drafts = EdgeDrafts(program, graph, [pending.keys[n] for n in pending.fresh])
         self._pending = pending
-        reused = tuple(filter(None, pending.ids))
+        if pending.dropped is None:
+            reused = tuple(filter(None, pending.ids))
+        else:  # the remembered ids sorted (made while the watch waited), the dropped cut out
+            reused = without(self._sorted_ids(), pending.dropped)
         return Carried(Extraction(drafts=drafts, gaps=tuple(graph.gaps)), reused, graph.resolved)
 
     def _looked_at(
@@ -212,6 +223,7 @@ class EdgeCarry:
         for path in changed:
             suspects.update(index.get(path, ()))
         fresh = set(spliced.added)
+        dropped = [self._ids[n] for n in spliced.gone]
         touched: dict[frozenset[Span], bool] = {}
         vias: dict[frozenset[Span], str] = {}
         for key in sorted(suspects):
@@ -225,9 +237,10 @@ class EdgeCarry:
                 )
                 if holds:
                     continue
+            dropped.append(ids[pos])  # type: ignore[arg-type]  # not None: tested above
             ids[pos] = None
             fresh.add(pos)
-        return _Resolving(program, graph, keys, ids, signatures, sorted(fresh), spliced.added)
+        return _Resolving(program, graph, keys, ids, signatures, sorted(fresh), spliced.added, dropped)
 
     def remember(self, program: Program, drafted: Sequence[str]) -> None:
         """The commit's edges are staged: remember them for the next commit. ``drafted``: the ids
@@ -259,13 +272,22 @@ class EdgeCarry:
         if keys is not self._keys:
             self._at = None
         self._keys, self._signatures, self._ids = keys, bytes(signatures), cast("list[str]", ids)
-        self._edges, self._touching = edges, None
+        self._edges, self._touching, self._sorted = edges, None, None
 
     def prepare(self) -> None:
-        """Settle, and index the keys and files for the next ``resolve`` now (a process that has
-        the time)."""
+        """Settle, and index the keys and files and sort the ids for the next ``resolve`` now (a
+        process that has the time)."""
         self._index()
         self._index_files()
+        if self._edges is not None:  # only a delta (``_replayed``) reads them
+            self._sorted_ids()
+
+    def _sorted_ids(self) -> list[str]:
+        """The remembered ids, sorted (made once per remembered commit)."""
+        self.settle()
+        if self._sorted is None:
+            self._sorted = sorted(self._ids)
+        return self._sorted
 
     def _index(self) -> dict[EdgeKey, int]:
         """Where each remembered edge is in the three sequences (made once per remembered commit)."""
@@ -286,6 +308,7 @@ class EdgeCarry:
         """Remember nothing (the next commit drafts every edge)."""
         self._blobs, self._keys, self._signatures, self._ids, self._pending = {}, [], b"", [], None
         self._sha, self._unsettled, self._at, self._edges, self._touching = None, None, None, None, None
+        self._sorted = None
 
     def dump(self) -> Iterator[bytes]:
         """The remembered commit as the records ``load`` reads back in another process: a header
