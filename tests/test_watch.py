@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kb_assets.cli.watch import QUIET_S
 from kb_assets.core.collector import tune_collector
 from kb_resources.git.ref_events import RefEvents
 from kb_resources.git.repo import GitRepo
@@ -163,8 +164,15 @@ def test_a_long_running_watch_collects_the_garbage_its_commits_leave(
         commit_tree(repo, files, f"c{n}")
 
     thresholds = gc.get_threshold()
-    # The watch's wait between looks is the hook (nothing else in the process waits through it).
-    monkeypatch.setattr(RefEvents, "wait", lambda _self, seconds: between_rounds(seconds))
+
+    def waited(_self: RefEvents, seconds: float) -> bool:
+        """The watch's waits: after a round, a quiet ``QUIET_S`` (no ref moves, so it collects), then
+        the wait between looks, which is the hook (nothing else in the process waits through it)."""
+        if seconds != QUIET_S:
+            between_rounds(seconds)
+        return False
+
+    monkeypatch.setattr(RefEvents, "wait", waited)
     tune_collector()
     try:
         res = kb_env.kb("watch", repo, "--interval", "0")
