@@ -66,9 +66,13 @@ def _remember_schema_probes(instance: dg.DagsterInstance) -> None:
             setattr(storage, method, _remembered(probe, skipped))
 
 
-def _remembered(probe: Callable[..., Any], skipped: int) -> Callable[..., Any]:
-    """``probe``, answering from memory for arguments it once answered truthy for."""
-    known: set[tuple[object, ...]] = set()
+def _remembered(
+    probe: Callable[..., Any], skipped: int, known: set[tuple[object, ...]] | None = None
+) -> Callable[..., Any]:
+    """``probe``, answering from memory for arguments it once answered truthy for (in ``known``,
+    a set the caller may empty to forget them, else one of its own)."""
+    if known is None:
+        known = set()
 
     def remembered(*args: object) -> Any:
         asked = args[skipped:]
@@ -97,27 +101,14 @@ class RunLookups:
     """
 
     def __init__(self) -> None:
-        self.partitions: set[tuple[str, str]] = set()
+        self.partitions: set[tuple[object, ...]] = set()
+        """(partitions definition name, partition key) of each partition found (``_remembered``)."""
         self.details: dict[str, object] = {}
 
     def forget(self) -> None:
         """Ask the storage again from now on (a new run starts)."""
         self.partitions.clear()
         self.details.clear()
-
-    def has_partition(self, asked: Callable[[str, str], bool]) -> Callable[[str, str], bool]:
-        """``has_dynamic_partition``, remembering each partition found."""
-
-        def has_dynamic_partition(partitions_def_name: str, partition_key: str) -> bool:
-            key = (partitions_def_name, partition_key)
-            if key in self.partitions:
-                return True
-            found = asked(partitions_def_name, partition_key)
-            if found:
-                self.partitions.add(key)
-            return found
-
-        return has_dynamic_partition
 
     def deleting(self, delete: Callable[[str, str], None]) -> Callable[[str, str], None]:
         """``delete_dynamic_partition``, forgetting the partition it deletes."""
@@ -153,7 +144,7 @@ def _remember_run_lookups(instance: dg.DagsterInstance) -> None:
     if not all(callable(getattr(storage, name, None)) for name in methods):
         return
     lookups = RunLookups()
-    storage.has_dynamic_partition = lookups.has_partition(storage.has_dynamic_partition)
+    storage.has_dynamic_partition = _remembered(storage.has_dynamic_partition, 0, lookups.partitions)
     storage.delete_dynamic_partition = lookups.deleting(storage.delete_dynamic_partition)
     storage._get_assets_details = lookups.assets_details(storage._get_assets_details)
     instance._kb_run_lookups = lookups  # type: ignore[attr-defined]

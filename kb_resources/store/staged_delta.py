@@ -135,10 +135,16 @@ def new_since(sha: str, extractor_id: str, base: str) -> sa.TextualSelect:
     return statement.columns(sa.column("artifact_id", sa.CHAR(64)))
 
 
+def _same_blob(base: str) -> tuple[sa.FromClause, sa.FromClause, sa.ColumnElement[bool]]:
+    """A commit's files (``now``), ``base``'s (``then``), and the condition that a path of ``now``
+    has the same blob at ``base``."""
+    now, then = commit_file.alias("now"), commit_file.alias("then")
+    return now, then, sa.and_(then.c.sha == base, then.c.path == now.c.path, then.c.blob_id == now.c.blob_id)
+
+
 def unchanged_paths(sha: str, base: str) -> sa.Select[tuple[str]]:
     """Paths with the same blob at ``sha`` and at ``base``: their span occurrences are the same."""
-    now, then = commit_file.alias("now"), commit_file.alias("then")
-    same = sa.and_(then.c.sha == base, then.c.path == now.c.path, then.c.blob_id == now.c.blob_id)
+    now, then, same = _same_blob(base)
     return sa.select(now.c.path).join(then, same).where(now.c.sha == sha)
 
 
@@ -148,6 +154,5 @@ def changed_paths(sha: str, base: str) -> sa.Select[tuple[str]]:
     at a few rows, so that a read narrowed by it probes these paths' spans by index: as ``NOT
     IN unchanged_paths`` it guessed half the commit's files and hashed every blob's spans (70-137
     ms on Django against ~5 ms)."""
-    now, then = commit_file.alias("now"), commit_file.alias("then")
-    same = sa.and_(then.c.sha == base, then.c.path == now.c.path, then.c.blob_id == now.c.blob_id)
+    now, _, same = _same_blob(base)
     return sa.select(now.c.path).where(now.c.sha == sha, ~sa.exists().where(same))
