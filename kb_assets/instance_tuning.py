@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kb_resources.store.idle_ping import ping_after_idle
-
 if TYPE_CHECKING:
     import dagster as dg
 
@@ -26,20 +24,20 @@ def tune_instance(instance: dg.DagsterInstance) -> None:
 
 
 def _pool_connections(instance: dg.DagsterInstance) -> None:
-    """Keep one pooled connection per Dagster storage instead of one per call, pinged after idle.
+    """Keep one pooled, pre-pinged connection per Dagster storage instead of one per call.
 
     dagster-postgres opens a fresh connection for every storage call by default (hundreds per run).
-    ``optimize_for_webserver`` pools them as the webserver does; a ping before a connection that
-    sat idle is used (``idle_ping``) keeps a server restart between runs or during a long step
-    from breaking the next event write, which a fresh connection per call would have survived.
-    Storages that are not the SQLAlchemy-backed ones this knows keep Dagster's default.
+    ``optimize_for_webserver`` pools them as the webserver does; pre-ping (checked on checkout, one
+    round trip) keeps a server restart during a run from breaking the next event write, which a
+    fresh connection per call would have survived. Storages that are not the SQLAlchemy-backed
+    ones this knows keep Dagster's default.
     """
     storages = (instance.run_storage, instance.event_log_storage, instance.schedule_storage)
     if not all(hasattr(getattr(s, "_engine", None), "pool") for s in storages):
         return
     instance.optimize_for_webserver(statement_timeout=0, pool_recycle=3600, max_overflow=4)
     for storage in storages:
-        ping_after_idle(storage._engine)  # type: ignore[union-attr]
+        storage._engine.pool._pre_ping = True  # type: ignore[union-attr]
 
 
 SCHEMA_PROBES = (

@@ -18,7 +18,6 @@ from kb_assets.cli.instance import CLI_YAML, CLI_YAML_NAME, DAGSTER_YAML, ensure
 from kb_assets.instance_tuning import forget_run_lookups
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import Settings, load_settings
-from kb_resources.store import idle_ping
 from kb_resources.store.engine import Store, open_store
 from kb_resources.store.session_locks import DAGSTER_INSTANCE_LOCK_KEY
 from tests.gitfixtures import commit_tree, init_repo
@@ -170,31 +169,4 @@ def test_a_run_asks_once_for_its_partition_and_its_assets_wipe_details(kb_env: K
         instance.delete_dynamic_partition("commits", sha)
         assert not instance.has_dynamic_partition("commits", sha)
         assert asked("dynamic_partitions") == 5
-        instance.dispose()
-
-
-@pytest.mark.parametrize(("idle_s", "pinged"), [(3600.0, False), (0.0, True)])
-def test_the_instance_pings_a_storage_connection_only_after_it_sat_idle(
-    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, idle_s: float, pinged: bool
-) -> None:
-    """Dagster's pooled storage connections are pinged before use only after ``IDLE_PING_S`` in
-    the pool (``idle_ping``), not at every checkout: within the window twenty reads of each
-    storage send no ping; with no window each read pings (opening the instance made the connection)."""
-    monkeypatch.setattr(idle_ping, "IDLE_PING_S", idle_s)
-    with _indexed(kb_env, tmp_path) as (settings, store):
-        instance = open_instance(settings, store)
-        storages: list[Any] = [instance.event_log_storage, instance.run_storage]
-        pings = [0, 0]
-        for i, storage in enumerate(storages):
-            dialect, ping = storage._engine.dialect, storage._engine.dialect.do_ping
-
-            def counted(dbapi_connection: Any, i: int = i, ping: Any = ping) -> bool:
-                pings[i] += 1
-                return bool(ping(dbapi_connection))
-
-            dialect.do_ping = counted
-        for _ in range(20):
-            assert instance.get_dynamic_partitions("commits")
-            assert instance.get_run_records()
-        assert pings == ([20, 20] if pinged else [0, 0])
         instance.dispose()

@@ -21,7 +21,6 @@ from kb_assets.core.errors import SchemaMismatchError, StoreUnavailableError
 from kb_resources.settings import Settings
 from kb_resources.store import databases, revision
 from kb_resources.store.embedded import EmbeddedServer
-from kb_resources.store.idle_ping import ping_after_idle
 from kb_resources.store.target import dagster_url, display, one_line, parse_store_url, with_options
 
 DAGSTER_SCHEMA = "dagster"
@@ -125,9 +124,7 @@ def create_store_engine(url: URL, *, read_only: bool = False) -> sa.Engine:
     if read_only:
         url = with_options(url, READ_ONLY_OPTION)
     connect_args: dict[str, object] = {"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "knowbase"}
-    engine = sa.create_engine(url, connect_args=connect_args)
-    ping_after_idle(engine)
-    return engine
+    return sa.create_engine(url, connect_args=connect_args, pool_pre_ping=True)
 
 
 def _settle_schema(engine: sa.Engine, *, read_only: bool, migrate: bool) -> None:
