@@ -8,7 +8,7 @@ commit of every repository.
 
 import functools
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -68,36 +68,26 @@ class Check:
 def concluded(
     checks: Sequence[Check], h: verdicts.Handles, sha: str, base: str | None
 ) -> Iterator[verdicts.Verdict]:
-    """Each check's verdict, in ``checks`` order, each as soon as it and those before it are known.
+    """Each check's verdict, in ``checks`` order.
 
     The checks that run beside others at ``sha`` (``Check.concurrent``: store reads, a query and
-    its validation, or a sample of blobs parsed again) start together, at most ``CHECK_THREADS``
-    at a time, one thread and connection each, so that the server answers them on both cores. The
-    others run in this thread, alone, once every check thread has finished: a recomputation may
-    fork a copy of the process, which ``forked.can_fork`` allows beside no thread of knowbase's
-    own. A verdict is handed on while later ones are still being reached: Dagster records each
-    result (~4 ms of events on this thread) while the threads go on (until stop 45 the step
-    waited for all 21 of the extractors' verdicts first, ~80 ms of a warm Django commit). A check
-    that raises stops the iteration at its place in the order, as it would one after the other.
+    its validation, or a sample of blobs parsed again) run together first, at most
+    ``CHECK_THREADS`` at a time, one thread and connection each, so that the server answers them
+    on both cores. The others run afterwards in this thread, alone: a recomputation may fork a
+    copy of the process, which ``forked.can_fork`` allows beside no thread of knowbase's own. A
+    check that raises stops the iteration at its place in the order, as it would one after the
+    other.
     """
     shared = [c for c in checks if c.runs_beside_others(h, sha)]
-    if len(shared) <= 1:
-        for check in checks:
-            yield check.verdict(h, sha, base)
-        return
-    h.engine(), h.git()  # made here: ``KnowbaseResource`` caches them per process, unlocked
-    pool = ThreadPoolExecutor(min(len(shared), CHECK_THREADS), thread_name_prefix="kb-check")
-    try:
-        found = {id(c): pool.submit(c.verdict, h, sha, base) for c in shared}
-        for check in checks:
-            future = found.get(id(check))
-            if future is None:
-                pool.shutdown(wait=True)  # alone: no check thread beside it
-                yield check.verdict(h, sha, base)
-            else:
-                yield future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    found: dict[int, Future[verdicts.Verdict]] = {}
+    if len(shared) > 1:
+        h.engine(), h.git()  # made here: ``KnowbaseResource`` caches them per process, unlocked
+        threads = min(len(shared), CHECK_THREADS)
+        with ThreadPoolExecutor(threads, thread_name_prefix="kb-check") as pool:
+            found = {id(c): pool.submit(c.verdict, h, sha, base) for c in shared}
+    for check in checks:
+        future = found.get(id(check))
+        yield check.verdict(h, sha, base) if future is None else future.result()
 
 
 CHECK_THREADS = 6

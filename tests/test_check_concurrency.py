@@ -85,32 +85,6 @@ def test_reading_checks_run_together_and_the_others_alone_after_them() -> None:
     assert handles.engines == 1
 
 
-def test_a_verdict_is_handed_on_while_later_checks_still_run() -> None:
-    """The first check's verdict comes out while the second, reading beside it, is still running:
-    the step records each result as it is known instead of after the slowest (with every verdict
-    awaited first, ``next`` would return only after the second check gave up waiting)."""
-    handed_on = threading.Event()
-
-    def fast(h: _Handles, sha: str, base: str | None) -> Verdict:
-        return Verdict(True, [], {"name": "fast"})
-
-    def slow(h: _Handles, sha: str, base: str | None) -> Verdict:
-        return Verdict(handed_on.wait(timeout=10), [], {"name": "slow"})
-
-    checks = [_check("fast", fast, concurrent=True), _check("slow", slow, concurrent=True)]
-    found = concluded(checks, _Handles(), "s" * 40, None)  # type: ignore[arg-type]
-    first = next(found)
-    running = [t.name for t in threading.enumerate() if t.name.startswith("kb-check")]
-    handed_on.set()
-    assert first.figures == {"name": "fast"}
-    assert running, "the slow check had already finished"
-    second = next(found)
-    assert second.figures == {"name": "slow"}
-    assert second.passed
-    assert list(found) == []
-    assert not [t for t in threading.enumerate() if t.name.startswith("kb-check")]
-
-
 def test_a_check_that_raises_stops_the_verdicts_at_its_place() -> None:
     """The verdicts before the failing check are given; the exception comes where it stands in the
     order, whether the failing check read concurrently or not."""
