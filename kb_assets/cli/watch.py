@@ -103,19 +103,19 @@ def _watch(
     that indexed something, it first waits ``QUIET_S`` for a ref change before collecting."""
     failed = False
     gate = WatchGate()
-    reclaimer = Reclaimer()
-    while True:
-        tips = _tips(session.repo, branches)
-        if gate.due(tips, time.monotonic()):
-            failed_now = _round(session, branches, max_catchup, reclaimer)
-            gate.ran(tips, failed=failed_now, now=time.monotonic())
-            failed = failed or failed_now
-        if once:
-            return 1 if failed else 0
-        if reclaimer.pending and moves.watching and moves.wait(QUIET_S):
-            continue  # a ref moved right after the round: look now, collect once it is quiet
-        reclaimer.idle()  # between rounds nobody waits for this process
-        moves.wait(interval)
+    with Reclaimer() as reclaimer:
+        while True:
+            tips = _tips(session.repo, branches)
+            if gate.due(tips, time.monotonic()):
+                failed_now = _round(session, branches, max_catchup, reclaimer)
+                gate.ran(tips, failed=failed_now, now=time.monotonic())
+                failed = failed or failed_now
+            if once:
+                return 1 if failed else 0
+            if reclaimer.pending and moves.watching and moves.wait(QUIET_S):
+                continue  # a ref moved right after the round: look now, collect once it is quiet
+            reclaimer.idle()  # between rounds nobody waits for this process
+            moves.wait(interval)
 
 
 def _tips(repo: GitRepo, branches: list[str]) -> dict[str, str | None]:
