@@ -91,11 +91,11 @@ class Reclaimer:
     made on a commit's way to its snapshot but after it: when the process goes idle (``idle``) and
     every ``every`` commits in a row (``indexed``).
 
-    A full collection examines Django's ~1.7M tracked objects (0.77-0.93 s of the watch's CPU
-    after every commit until stop 45), though nearly all of them are the heap that lives from
-    commit to commit. So what survives a collection is frozen (``gc.freeze``: the collector no
-    longer examines it; what ``paused_gc`` keeps joins it) and the next collections examine only
-    what came since: 7-20 ms. Cycles among frozen objects that later become garbage (a replaced
+    A full collection examines Django's ~1.7M tracked objects (0.8-1.8 s of the watch's CPU after
+    every commit until stop 45, depending on the hour), though nearly all of them are the heap
+    that lives from commit to commit. So what survives a collection is frozen (``gc.freeze``: the
+    collector no longer examines it; what ``paused_gc`` keeps joins it) and the next collections
+    examine only what came since: 7-30 ms. Cycles among frozen objects that later become garbage (a replaced
     part of the kept heap, the garbage of a Dagster run that a pause froze; ~10k objects a Django
     commit) are found only when the heap is thawed: the first collection after ``thaw_after``
     commits examines the whole heap again. A watch whose commits come one at a time collects in
