@@ -16,7 +16,7 @@ from kb_assets.core.models import Artifact, Grounding
 from kb_resources.store import commit_reads, reads, revision, writes
 from kb_resources.store import entry_sets as entry_sets_module
 from kb_resources.store.engine import Store
-from kb_resources.store.entry_sets import NAMED_CUTS, entry_sets, prefix_width
+from kb_resources.store.entry_sets import NAMED_SETS, entry_sets, prefix_width
 from kb_resources.store.schema import entry_set, entry_set_member, snapshot_entry, snapshot_part, staged_part
 from tests.storefixtures import PARSER_VERSION, grounded, seed_commit, sha_of, span
 
@@ -73,8 +73,8 @@ def test_the_rules_are_deterministic_and_partition_the_ids() -> None:
 
 def test_a_set_cut_again_is_named_from_memory_for_a_few_commits_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """A set some recent cut made is named without hashing its members again (a watched commit cuts
-    nearly every set as the commit before did); one no cut made for two generations of
-    ``NAMED_CUTS`` cuts is forgotten and hashed again. Every name is the documented hash."""
+    nearly every set as the commit before did); once ``NAMED_SETS`` other sets were cut since, it
+    is forgotten and hashed again. Every name is the documented hash."""
     hashed: list[int] = []
     real = hashlib.sha256
 
@@ -82,7 +82,7 @@ def test_a_set_cut_again_is_named_from_memory_for_a_few_commits_only(monkeypatch
         hashed.append(1)
         return real(data)
 
-    monkeypatch.setattr(entry_sets_module, "_named", entry_sets_module._Named())
+    entry_sets_module._set_id.cache_clear()
     monkeypatch.setattr(hashlib, "sha256", counted)  # what ``_set_id`` calls
     ids = [real(str(i).encode()).hexdigest() for i in range(5000)]
     first = entry_sets(ids)
@@ -94,11 +94,12 @@ def test_a_set_cut_again_is_named_from_memory_for_a_few_commits_only(monkeypatch
         for s in cut:
             text = "entry-set:1\n" + "\n".join(s.members)
             assert s.set_id == real(text.encode()).hexdigest()
-    for n in range(2 * NAMED_CUTS):
+    for n in range(NAMED_SETS):
         entry_sets([real(f"other {n}".encode()).hexdigest()])
     hashed.clear()
     assert entry_sets(ids) == first
     assert len(hashed) == len(first)
+    entry_sets_module._set_id.cache_clear()
 
 
 def test_a_small_change_writes_only_its_buckets(store: Store) -> None:

@@ -18,6 +18,7 @@ and the rows a small change rewrites near ``sqrt(n)`` (Django's 40k call edges: 
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -49,48 +50,24 @@ def prefix_width(count: int) -> int:
     return (count.bit_length() + 3) // 8
 
 
+NAMED_SETS = 4096
+"""Set ids remembered (``_set_id``): a watched Django commit cuts ~550 sets (256 each for the call
+and import edges), so the sets of its last ~7 commits."""
+
+
+@functools.lru_cache(maxsize=NAMED_SETS)
 def _set_id(ordered: tuple[str, ...]) -> str:
     """The id of a set of artifact ids, given sorted and distinct: sha256 over the version and
-    the ids, newline-separated (remembered: ``_named``)."""
-    found = _named.get(ordered)
-    if found is None:
-        text = "\n".join([f"entry-set:{ENTRY_SET_VERSION}", *ordered])
-        found = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    _named.keep(ordered, found)
-    return found
+    the ids, newline-separated.
 
-
-class _Named:
-    """The set ids of the sets recent cuts made: a commit that changes a few ids cuts nearly all
-    of its sets as the commit before did, and a set found by its members costs a hash of the
-    member tuple (the ids' own hashes are cached) instead of a sha256 over them (Django's 76k
-    staged call-edge ids: 15 ms a cut, ~6 ms with its sets remembered). Two generations, the
-    older dropped every ``NAMED_CUTS`` cuts: a set no cut made for that long is forgotten, so a
-    long-running watch keeps the sets of its last few commits, not of every commit (the ids a
-    set holds stay in memory while it is remembered)."""
-
-    def __init__(self) -> None:
-        self.current: dict[tuple[str, ...], str] = {}
-        self.older: dict[tuple[str, ...], str] = {}
-        self.cuts = 0
-
-    def get(self, members: tuple[str, ...]) -> str | None:
-        found = self.current.get(members)
-        return self.older.get(members) if found is None else found
-
-    def keep(self, members: tuple[str, ...], set_id: str) -> None:
-        self.current[members] = set_id
-
-    def cut(self) -> None:
-        """A cut is made: every ``NAMED_CUTS``, the older generation goes."""
-        self.cuts += 1
-        if self.cuts >= NAMED_CUTS:
-            self.older, self.current, self.cuts = self.current, {}, 0
-
-
-NAMED_CUTS = 32
-"""Cuts per generation of ``_Named`` (a watched commit makes one per extractor: seven)."""
-_named = _Named()
+    Remembered for the sets recent cuts made: a commit that changes a few ids cuts nearly all of
+    its sets as the commit before did, and a set found by its members costs a hash of the member
+    tuple (the ids' own hashes are cached) instead of a sha256 over them (Django's 76k staged
+    call-edge ids: 15 ms a cut, ~7 ms with its sets remembered). The least recently cut sets are
+    forgotten, so a long-running watch keeps the sets of its last few commits (the ids a set
+    holds stay in memory while it is remembered)."""
+    text = "\n".join([f"entry-set:{ENTRY_SET_VERSION}", *ordered])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def entry_sets(artifact_ids: Iterable[str]) -> list[EntrySet]:
@@ -101,7 +78,6 @@ def entry_sets(artifact_ids: Iterable[str]) -> list[EntrySet]:
     ids (Django's call edges are as many, and a watched commit cuts them once or twice) took
     59-70 ms with one dictionary append per id, and take 32-35 ms so."""
     ids = sorted_distinct(artifact_ids)
-    _named.cut()
     width = prefix_width(len(ids))
     sets: list[EntrySet] = []
     start = 0
