@@ -39,11 +39,12 @@ on Django's repository): an idle watch uses 0.13% of a core at 0.25 s, 0.03% at 
 
 
 QUIET_S = 1.0
-"""Seconds without a ref change after a round before the watch collects its garbage (``Reclaimer``,
-~1.1 s on Django, during which a new commit cannot start). Where ref changes wake the watch, a
+"""Seconds without a ref change after a round before the watch collects its garbage (``Reclaimer``:
+~1.1 s on Django when it examines the whole heap, after every ``collector.THAW_AFTER`` commits;
+7-30 ms otherwise), during which a new commit cannot start. Where ref changes wake the watch, a
 commit made within that time starts at once: on Django, a commit made 0.2 s after the previous one
-was published took 2.8-3.1 s to publish instead of 1.6-1.9 s. A watch catching up on many
-commits still collects every ``collector.RECLAIM_EVERY`` of them."""
+was published took 2.8-3.1 s to publish instead of 1.6-1.9 s while every collection was whole. A
+watch catching up on many commits still collects every ``collector.RECLAIM_EVERY`` of them."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

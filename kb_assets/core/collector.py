@@ -95,12 +95,12 @@ class Reclaimer:
     every commit until stop 45, depending on the hour), though nearly all of them are the heap
     that lives from commit to commit. So what survives a collection is frozen (``gc.freeze``: the
     collector no longer examines it; what ``paused_gc`` keeps joins it) and the next collections
-    examine only what came since: 7-30 ms. Cycles among frozen objects that later become garbage (a replaced
-    part of the kept heap, the garbage of a Dagster run that a pause froze; ~10k objects a Django
-    commit) are found only when the heap is thawed: the first collection after ``thaw_after``
-    commits examines the whole heap again. A watch whose commits come one at a time collects in
-    full after every fifth instead of after each; one that catches up collects in full every
-    ``every`` commits, as before. Leaving the context thaws the heap.
+    examine only what came since: 7-30 ms. Cycles among frozen objects that later become garbage
+    (a replaced part of the kept heap, the garbage of a Dagster run that a pause froze; ~10k
+    objects a Django commit) are found only when the heap is thawed: the first collection after
+    ``thaw_after`` commits examines the whole heap again. A watch whose commits come one at a time
+    collects in full after every fifth instead of after each; one that catches up collects in full
+    every ``every`` commits, as before. Leaving the context thaws the heap.
     """
 
     def __init__(self, every: int = RECLAIM_EVERY, thaw_after: int = THAW_AFTER) -> None:
