@@ -22,6 +22,7 @@ from kb_assets.core.callgraph.graph import digest_kept, kept_resolutions
 from kb_assets.core.collector import Reclaimer
 from kb_assets.core.errors import BadInputError
 from kb_assets.core.summary import summary_line
+from kb_assets.indexing.artifact_memos import remembering_artifacts
 from kb_assets.indexing.carries import carried_between_commits, write_kept
 from kb_assets.indexing.follow import BranchPlan, plan_branches, watched_branches
 from kb_assets.indexing.resolution_files import write_kept_resolutions
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
             kept_interrupt_handlers(sigterm=signal.default_int_handler),
             carried_between_commits(),
             kept_resolutions(),
+            remembering_artifacts(),
             RefEvents(session.repo.git_dir) as moves,
         ):
             return _watch(session, branches, max_catchup, once=args.once, interval=args.interval, moves=moves)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Iterator
 
+from kb_assets.core.artifact_memo import ArtifactMemo, Known, payload_bytes
 from kb_assets.core.errors import DraftKindError, GroundingError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.ids import ArtifactIds, GroundingRow
@@ -65,10 +66,17 @@ def _checked(
     if not unique:
         raise GroundingError(draft.logical_key)
     rows = sorted(unique)
+    _occurring(rows, draft.logical_key, occurrences)
+    return rows, tuple(map(unique.__getitem__, rows))
+
+
+def _occurring(
+    rows: Iterable[GroundingRow], logical_key: str, occurrences: Container[tuple[str, str]]
+) -> None:
+    """Raise ``GroundingError`` unless each row's span occurs at its path in the commit."""
     for span_id, path, _ in rows:
         if (path, span_id) not in occurrences:
-            raise GroundingError(draft.logical_key, f"span {span_id[:12]} does not occur in {path}")
-    return rows, tuple(map(unique.__getitem__, rows))
+            raise GroundingError(logical_key, f"span {span_id[:12]} does not occur in {path}")
 
 
 def build_artifacts(
@@ -98,12 +106,15 @@ def artifact_batches(
     size: int,
     method: Method = Method.DETERMINISTIC,
     kind: str | None = None,
+    memo: ArtifactMemo | None = None,
 ) -> Iterator[list[Artifact]]:
     """``build_artifacts`` a batch of ``size`` drafts at a time, in draft order, so a writer can
     store and drop each batch: the same artifacts (ids included), each once, but not sorted, and
-    a logical-key conflict is only raised when its second draft is reached."""
+    a logical-key conflict is only raised when its second draft is reached. With a ``memo``, a
+    draft equal to one it remembers takes that draft's id (``artifact_memo``)."""
     batch: list[Artifact] = []
-    for art in ArtifactBuilder(extractor_id, extractor_version, program, method, kind).each(drafts):
+    builder = ArtifactBuilder(extractor_id, extractor_version, program, method, kind, memo=memo)
+    for art in builder.each(drafts):
         batch.append(art)
         if len(batch) >= size:
             yield batch
@@ -115,7 +126,8 @@ def artifact_batches(
 class ArtifactBuilder:
     """Turns the drafts of one extractor run into artifacts, one at a time, remembering the id of
     each (kind, logical key) so that a key seen again with another id is a conflict; with
-    ``kind``, the one kind the extractor declares, a draft of another kind is refused."""
+    ``kind``, the one kind the extractor declares, a draft of another kind is refused; with a
+    ``memo`` (the extractor's, in one store), drafts it remembers keep their ids."""
 
     def __init__(
         self,
@@ -124,6 +136,8 @@ class ArtifactBuilder:
         program: Program,
         method: Method,
         kind: str | None = None,
+        *,
+        memo: ArtifactMemo | None = None,
     ) -> None:
         self.extractor_id = extractor_id
         self.kind = kind
@@ -132,6 +146,7 @@ class ArtifactBuilder:
         self.occurrences = known_occurrences(program)
         self.ids = ArtifactIds()
         self.seen: dict[tuple[str, str], str] = {}
+        self.memo = memo
 
     def __call__(self, draft: Draft) -> tuple[Artifact, bool]:
         """The draft's artifact, and whether it is the first of its (kind, logical key).
@@ -141,14 +156,7 @@ class ArtifactBuilder:
         a kind other than ``kind``."""
         if self.kind is not None and draft.kind != self.kind:
             raise DraftKindError(self.extractor_id, self.kind, draft.kind, draft.logical_key)
-        rows, grounding = _checked(draft, self.occurrences)
-        artifact_id = self.ids.of_rows(
-            rows,
-            logical_key=draft.logical_key,
-            extractor_id=self.extractor_id,
-            extractor_version=self.extractor_version,
-            payload=draft.payload,
-        )
+        artifact_id, grounding = self._identified(draft)
         key = (draft.kind, draft.logical_key)
         known = self.seen.get(key)
         if known is None:
@@ -167,6 +175,28 @@ class ArtifactBuilder:
             grounding=grounding,
         )
         return art, known is None
+
+    def _identified(self, draft: Draft) -> tuple[str, tuple[Grounding, ...]]:
+        """The draft's id and checked grounding: remembered by the memo (the grounding checked
+        against this commit's occurrences all the same), else made."""
+        memo = self.memo
+        payload = payload_bytes(draft.payload) if memo is not None else None
+        known = memo.recall(draft, payload) if memo is not None else None
+        if known is not None:
+            _occurring(known.rows, draft.logical_key, self.occurrences)
+            return known.artifact_id, known.checked
+        rows, grounding = _checked(draft, self.occurrences)
+        artifact_id = self.ids.of_rows(
+            rows,
+            logical_key=draft.logical_key,
+            extractor_id=self.extractor_id,
+            extractor_version=self.extractor_version,
+            payload=draft.payload,
+        )
+        if memo is not None and payload is not None:
+            learned = Known(draft.grounding, payload, draft.confidence, tuple(rows), grounding, artifact_id)
+            memo.learn(draft, learned)
+        return artifact_id, grounding
 
     def each(self, drafts: Iterable[Draft]) -> Iterator[Artifact]:
         """The artifact of each (kind, logical key) once, in draft order (a repeated draft with the

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from kb_assets.core import forked
+from kb_assets.core.artifact_memo import ArtifactMemo
 from kb_assets.core.errors import DraftKindError, GroundingError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft, Extractor, OnDemandDrafts
 from kb_assets.core.grounding import ArtifactBuilder, artifact_batches
@@ -57,12 +58,14 @@ Drafts = list[Draft | None] | OnDemandDrafts
 
 
 def store_drafts(
-    engine: Engine, program: Program, extractor: Extractor, drafts: Drafts
+    engine: Engine, program: Program, extractor: Extractor, drafts: Drafts, memo: ArtifactMemo | None = None
 ) -> tuple[list[str], LoadLog]:
     """Build and store the artifacts of ``drafts`` ``WRITE_ARTIFACTS`` at a time, each batch in its
     own transaction; their ids in draft order, and what was loaded (for one statistics refresh).
     Each draft is dropped from ``drafts`` once its artifact is built (module docstring of
-    ``kb_assets.indexing.extract``)."""
+    ``kb_assets.indexing.extract``). With a ``memo`` (the extractor's in this store), drafts it
+    remembers keep their ids and are not looked up in the store (``artifact_memos``); a forked
+    copy's half is built without it."""
     log = LoadLog()
     cut = _split(drafts)
     if cut < len(drafts) and _mostly_stored(engine, program, extractor, drafts):
@@ -73,9 +76,9 @@ def store_drafts(
         else None
     )
     if helper is None:
-        return _store(engine, program, extractor, drafts, log), log
+        return _store(engine, program, extractor, drafts, log, memo=memo), log
     with helper:
-        ids = _store(engine, program, extractor, drafts, log, end=cut)
+        ids = _store(engine, program, extractor, drafts, log, end=cut, memo=memo)
         part = helper.result()
     if part is None:
         ids += _store(engine, program, extractor, drafts, log, start=cut)
@@ -124,8 +127,10 @@ def _store(
     *,
     start: int = 0,
     end: int | None = None,
+    memo: ArtifactMemo | None = None,
 ) -> list[str]:
-    """Build and store ``drafts[start:end]``; their ids in draft order."""
+    """Build and store ``drafts[start:end]``; their ids in draft order. The artifacts ``memo``
+    recalls are stored already: a batch of only those costs no transaction."""
     ids: list[str] = []
     batches = artifact_batches(
         _handed_over(drafts, start, len(drafts) if end is None else end),
@@ -134,10 +139,13 @@ def _store(
         program=program,
         size=WRITE_ARTIFACTS,
         kind=extractor.kind,
+        memo=memo,
     )
     for batch in batches:
-        with engine.begin() as conn:
-            writes.insert_artifacts(conn, batch, log=log)
+        fresh = batch if memo is None else [a for a in batch if a.artifact_id not in memo.recalled]
+        if fresh:
+            with engine.begin() as conn:
+                writes.insert_artifacts(conn, fresh, log=log)
         ids += (a.artifact_id for a in batch)
     return ids
 

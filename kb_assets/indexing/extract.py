@@ -25,7 +25,7 @@ from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.paths.entrypoints import resolve_shared
 from kb_assets.core.program import Program
 from kb_assets.core.symbols.table import symbol_table
-from kb_assets.indexing import prefetch
+from kb_assets.indexing import artifact_memos, prefetch
 from kb_assets.indexing.artifact_writes import Drafts, store_drafts
 from kb_assets.indexing.carries import known_stored, open_carry, remembering
 from kb_assets.indexing.resolution_files import ResolutionFile, resolutions_file
@@ -140,6 +140,7 @@ def _extract(
     if carry is None:
         ahead = prefetch.take(engine.url, program, extractor)
         done = ahead or _stored(engine, program, extractor)
+        artifact_memos.apply(engine.url, extractor, done.lesson)
         ordered = tuple(sorted(done.ids))
         _stage(engine, program.sha, extractor, ordered, gaps=done.gaps, loaded=done.loaded)
         return StagedResult(artifact_ids=ordered, gaps=done.gaps, ahead=ahead is not None)
@@ -169,10 +170,13 @@ def _extract(
 
 
 def _stored(engine: Engine, program: Program, extractor: Extractor) -> prefetch.Done:
-    """Resolve the extractor (``resolve_shared``) and store its artifacts; what to stage."""
+    """Resolve the extractor (``resolve_shared``) and store its artifacts (drafts held in a list
+    with the extractor's artifact memo, if one is kept: ``artifact_memos``); what to stage."""
     drafts, gaps = _drafts(resolve_shared(program, extractor))
-    ids, log = store_drafts(engine, program, extractor, drafts)
-    return prefetch.Done(ids=tuple(ids), gaps=gaps, loaded=log.rows)
+    memo = artifact_memos.memo_for(engine.url, extractor) if isinstance(drafts, list) else None
+    ids, log = store_drafts(engine, program, extractor, drafts, memo)
+    lesson = memo.lesson() if memo is not None else None
+    return prefetch.Done(ids=tuple(ids), gaps=gaps, loaded=log.rows, lesson=lesson)
 
 
 def _drafts(extraction: Extraction) -> tuple[Drafts, tuple[Gap, ...]]:

@@ -30,6 +30,7 @@ from functools import partial
 import sqlalchemy as sa
 
 from kb_assets.core import forked
+from kb_assets.core.artifact_memo import Lesson
 from kb_assets.core.extractors.api_routes import ApiRoutesExtractor
 from kb_assets.core.extractors.base import Extractor
 from kb_assets.core.extractors.calls import CallsExtractor
@@ -95,12 +96,14 @@ has stored its call edges (``AHEAD_OF``)."""
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """One extractor's work, done: the ids of its artifacts (stored) in draft order, its gaps, and
-    the rows it loaded per table (for the step's one statistics refresh)."""
+    """One extractor's work, done: the ids of its artifacts (stored) in draft order, its gaps, the
+    rows it loaded per table (for the step's one statistics refresh), and what its build taught
+    the extractor's artifact memo (``artifact_memos``; None without one)."""
 
     ids: tuple[str, ...]
     gaps: tuple[Gap, ...]
     loaded: Counter[str]
+    lesson: Lesson | None = None
 
 
 Work = Callable[[sa.Engine, Program, Extractor], Done]
