@@ -233,6 +233,23 @@ def test_resolution_is_deterministic() -> None:
     assert first.gaps == second.gaps
 
 
+def test_callees_are_each_callers_edges_in_callee_order() -> None:
+    """``callees`` (the process paths' search order) lists a caller's edges sorted by callee,
+    whatever order the graph found them in, and nothing for a node that calls nothing."""
+    _, graph = _graph(
+        {
+            "m.py": "def z(): pass\ndef a(): pass\ndef m(): pass\n"
+            "def run():\n    z()\n    m()\n    a()\n    z()\n"
+            "def other():\n    m()\n",
+        }
+    )
+    assert [e.callee.dotted for e in graph.callees("m.run")] == ["m.a", "m.m", "m.z"]
+    assert [e.callee.dotted for e in graph.callees("m.other")] == ["m.m"]
+    assert graph.callees("m.a") == []
+    for caller in {key[0] for key in graph.edges}:
+        assert graph.callees(caller) == [graph.edges[k] for k in sorted(graph.edges) if k[0] == caller]
+
+
 def test_a_parameter_is_only_called_where_it_is_bound() -> None:
     """A parameter called in its own function (or a closure) calls what callers pass in; one that
     escapes — returned by a registration helper, then called by the module — holds whatever that
