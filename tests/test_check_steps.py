@@ -4,6 +4,7 @@ and ``code_spans``' data version names exactly the commit's files and blobs."""
 from __future__ import annotations
 
 import hashlib
+import pickle
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from kb_assets.cli.instance import open_instance
 from kb_assets.core.extractors.registry import EXTRACTORS, parser_version
+from kb_assets.core.ids import SortedIds, sorted_distinct
 from kb_assets.indexing.extract import DIGEST_CHUNK, ids_digest
 from kb_gates import gates
 from kb_gates.checks import EXTRACTORS_STEP, all_checks, extractor_check_list
@@ -149,3 +151,18 @@ def test_an_assets_data_version_is_the_digest_of_its_sorted_distinct_ids() -> No
     assert ids_digest(tuple(sorted(ids + ids[:1]))) == step_by_step.hexdigest()  # sorted, repeated
     assert ids_digest([]) == hashlib.sha256().hexdigest()
     assert ids_digest(ids[1:]) != ids_digest(ids)
+
+
+def test_sorted_distinct_ids_are_compared_once() -> None:
+    """``sorted_distinct`` sorts and de-duplicates whatever it is given, and hands back its own
+    answer as it is when given it again (``SortedIds``), so that staging and the data version do
+    not compare a run's ids once more; an ordinary tuple that only looks sorted is checked."""
+    ids = [hashlib.sha256(str(n).encode()).hexdigest() for n in range(50)]
+    once = sorted_distinct(reversed(ids + ids[:3]))
+    assert isinstance(once, SortedIds)
+    assert list(once) == sorted(ids)
+    assert sorted_distinct(once) is once
+    assert ids_digest(once) == ids_digest(ids)
+    repeated = (*sorted(ids), sorted(ids)[-1])
+    assert list(sorted_distinct(repeated)) == sorted(ids)
+    assert pickle.loads(pickle.dumps(once)) == once

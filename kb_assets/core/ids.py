@@ -41,12 +41,24 @@ def is_id(value: str) -> bool:
     return bool(_HEX64.match(value))
 
 
-def sorted_distinct(ids: Iterable[str]) -> tuple[str, ...]:
+class SortedIds(tuple[str, ...]):
+    """Ids ``sorted_distinct`` made or found sorted and distinct: given to it again, they are
+    taken as they are. A run's staged ids are cut into entry sets and digested into its data
+    version, and comparing Django's 76k call-edge ids' neighbours took 3 ms each time on fresh
+    strings, 10-20 ms in a watch, whose ids lie scattered over its heap."""
+
+    __slots__ = ()
+
+
+def sorted_distinct(ids: Iterable[str]) -> SortedIds:
     """``ids`` sorted, each once. Ids already so (a run stages them sorted) are recognised by one
     comparison of neighbours in C and kept as they are: ~2 instead of ~8 ms for Django's 76k
-    call-edge ids through ``dict.fromkeys`` and a sort of sorted input."""
+    call-edge ids through ``dict.fromkeys`` and a sort of sorted input; ids this function
+    answered before (``SortedIds``) are not compared again."""
+    if type(ids) is SortedIds:
+        return ids
     given = ids if isinstance(ids, tuple) else tuple(ids)
-    return given if all(map(operator.lt, given, given[1:])) else tuple(sorted(set(given)))
+    return SortedIds(given if all(map(operator.lt, given, given[1:])) else sorted(set(given)))
 
 
 def span_hasher(lang: str, kind: SpanKind, fq_symbol_path: str) -> hashlib._Hash:
