@@ -1,5 +1,6 @@
-"""A symbol table that reuses the last table's module views (the next commit of a watched branch)
-answers exactly as one built from nothing, and reuses a view only for the very same facts."""
+"""A symbol table that reuses the last table's module views and namespaces (the next commit of a
+watched branch) answers exactly as one built from nothing, reuses a view only for the very same
+facts, and a namespace only for the same module over the same facts without a star import."""
 
 from __future__ import annotations
 
@@ -60,6 +61,24 @@ def test_reused_views_answer_as_fresh_ones() -> None:
     assert reused.facts["pkg.d"].bindings is before.facts["pkg.c"].bindings
 
 
+def test_inherited_namespaces_answer_as_fresh_ones() -> None:
+    """Only the unchanged module without a star import (``pkg.a``) takes the last table's
+    namespace; the package (a star import), the edited module and the moved one are built
+    again, and every answer is a fresh table's."""
+    first = program_from_files(FIRST)
+    before = SymbolTable(first)
+    second = _next_commit(first)
+    inherited = SymbolTable(second, before.views, before.namespaces)
+    fresh = SymbolTable(second)
+    assert _answers(inherited) == _answers(fresh)
+    for module in inherited.facts:
+        assert inherited.namespaces.get(module) == fresh.namespaces.get(module)
+        assert inherited.namespaces.own(module) == fresh.namespaces.own(module)
+    earlier = {m: before.namespaces.built(m) for m in inherited.facts}
+    kept = {m for m, built in earlier.items() if built and inherited.namespaces.get(m) is built[0]}
+    assert kept == {"pkg.a"}
+
+
 def test_views_are_not_reused_for_equal_facts_from_another_load() -> None:
     earlier = SymbolTable(program_from_files(FIRST))
     again = program_from_files(FIRST)  # the same blobs, decoded again: other facts objects
@@ -77,3 +96,5 @@ def test_symbol_table_hands_each_table_the_last_ones_views() -> None:
     before = table.symbol_table(first)
     after = table.symbol_table(_next_commit(first))
     assert after.facts["pkg.a"] is before.facts["pkg.a"]
+    assert after.namespaces.get("pkg.a") is before.namespaces.get("pkg.a")
+    assert after.namespaces.get("pkg") is not before.namespaces.get("pkg")

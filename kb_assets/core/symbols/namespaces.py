@@ -36,6 +36,11 @@ class Entry:
     star_target: str | None = None
 
 
+Built = tuple[dict[str, Entry], dict[str, Binding]]
+"""A module's namespace and its own bindings, as ``Namespaces.get`` built them (never changed
+afterwards: every reader takes them as mappings)."""
+
+
 @dataclass(frozen=True, slots=True)
 class DeclaredAll:
     """The value of a module's ``__all__``: static names, plus (line, text) of dynamic statements."""
@@ -47,11 +52,14 @@ class DeclaredAll:
 class Namespaces:
     """Per-module namespaces and ``__all__`` values of one symbol table, memoized."""
 
-    def __init__(self, table: SymbolTable) -> None:
+    def __init__(self, table: SymbolTable, inherited: Mapping[str, Built] | None = None) -> None:
+        """``inherited``: namespaces another table built that hold for this one too (``Built``)."""
         self._table = weakref.ref(table)
         self.namespace_packages = _namespace_packages(table.program.module_map.paths)
         self._done: dict[str, dict[str, Entry]] = {}
         self._own: dict[str, dict[str, Binding]] = {}
+        for module, (namespace, own) in (inherited or {}).items():
+            self._done[module], self._own[module] = namespace, own
         self._building: dict[str, dict[str, Entry]] = {}
         self._all: dict[str, DeclaredAll | None] = {}
         self._all_pending: set[str] = set()
@@ -92,6 +100,12 @@ class Namespaces:
         del self._building[module]
         self._done[module], self._own[module] = namespace, own
         return namespace
+
+    def built(self, module: str) -> Built | None:
+        """The namespace and own bindings of ``module`` once built (a later table of the same
+        facts inherits them: ``SymbolTable``), else None."""
+        namespace = self._done.get(module)
+        return None if namespace is None else (namespace, self._own[module])
 
     def own(self, module: str) -> Mapping[str, Binding]:
         """The module's own (non-star) bindings, last one per name."""
