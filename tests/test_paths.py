@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from kb_assets.core.extractors.base import Extraction
 from kb_assets.core.extractors.process_paths import ProcessPathsExtractor
+from kb_assets.core.paths.script_sites import NO_SITES, script_sites
 from kb_assets.core.paths.sinks import SINKS_FILE, sink_registry
 from tests.programs import program_from_files
 
@@ -92,6 +93,35 @@ def test_cli_entry_points() -> None:
         "path:tool.__main__->subprocess.run",
     }
     assert {d.payload["entry_kind"] for d in extraction.drafts} == {"cli"}
+
+
+def test_script_sites_are_scanned_once_per_facts_object() -> None:
+    """``script_sites`` finds each file's main guard and command candidates, hands back the same
+    answer for the very same facts (the next commit of a watch, whose loader shares them) and
+    scans facts decoded again; the entry points come out the same either way."""
+    files = {**CLI, "tool/script.py": "from tool.work import job\nif __name__ == '__main__':\n    job()\n"}
+    first = program_from_files(files)
+    sites = script_sites(first)
+    assert sites["tool/script.py"].main_guarded
+    assert not sites["tool/cli.py"].main_guarded
+    assert [expr for _, expr, _ in sites["tool/cli.py"].candidates] == [
+        "click.group()",
+        "cli.command()",
+        "app.command()",
+        "p.set_defaults",
+    ]
+    assert sites["tool/work.py"] == NO_SITES
+    shared = replace(first, files={path: replace(source) for path, source in first.files.items()})
+    again = script_sites(shared)
+    assert all(again[path] is sites[path] for path in sites)
+    decoded = program_from_files(files)
+    fresh = script_sites(decoded)
+    assert fresh == sites
+    assert fresh["tool/cli.py"] is not sites["tool/cli.py"]
+    warm = ProcessPathsExtractor().resolve(decoded)  # every file's sites remembered
+    cold, _ = _paths(files)  # facts decoded again: every file scanned
+    assert {d.logical_key: list(d.payload["chain"]) for d in warm.drafts} == cold
+    assert "path:tool.script->subprocess.run" in cold
 
 
 GRAPH = {

@@ -23,13 +23,11 @@ from kb_assets.core.callgraph.index import ScopeRef
 from kb_assets.core.callgraph.values import Ext, ExtInst, Fn
 from kb_assets.core.extractors.base import Extraction, Extractor
 from kb_assets.core.models import JSON, Grounding
+from kb_assets.core.paths.script_sites import COMMAND_ENDINGS, NO_SITES, script_sites
 from kb_assets.core.program import Program
 from kb_assets.core.program_memo import PerProgram
 
 _CLI_LIBRARIES = ("click.", "typer.", "asyncclick.", "cloup.")
-_COMMANDS = ("command()", "command", "group()", "group")
-_CANDIDATES = (*_COMMANDS, ".set_defaults")
-"""What a site's callee ends with when ``_command`` can find a command in it."""
 _UPSTREAM = (("api_routes", "route"), ("event_handlers", "event"))
 _UPSTREAM_IDS = frozenset(extractor_id for extractor_id, _ in _UPSTREAM)
 
@@ -115,24 +113,24 @@ def _merge(entries: list[EntryPoint]) -> EntryPoint:
 
 
 def _cli(program: Program, graph: CallGraph) -> list[EntryPoint]:
-    """Script modules, ``__main__`` modules, click/typer commands and argparse handlers."""
+    """Script modules, ``__main__`` modules, click/typer commands and argparse handlers, in
+    path and scope order, from each file's candidate sites (``script_sites``)."""
     ev = graph.evaluator
+    sites = script_sites(program)
     out: list[EntryPoint] = []
-    for ref in ev.scopes.refs():
-        rec = ev.scopes.record(ref)
-        if ref.scope == 0:
-            module = ev.scopes.module(ref)
-            if module == "__main__" or module.endswith(".__main__"):
-                out.append(EntryPoint(module, "cli", ("__main__",)))
-            elif any(len(site) > 2 and site[2].get("m") for site in rec.get("calls", [])):
-                out.append(EntryPoint(module, "cli", ("__main__",), main_only=True))
-        for site in rec.get("calls", []):
-            # Cheap test first: a commit has a few hundred thousand call sites, and only a decorator
-            # or ``set_defaults`` call (which always has arguments, ``site[2]``) can be a command.
-            if len(site) > 2 and str(site[0]).endswith(_CANDIDATES):
-                entry = _command(graph, ref, str(site[0]), site[2])
-                if entry is not None:
-                    out.append(entry)
+    for path in sorted(ev.scopes.records):
+        if not ev.scopes.records[path]:
+            continue
+        found = sites.get(path, NO_SITES)
+        module = ev.scopes.module(ScopeRef(path, 0))
+        if module == "__main__" or module.endswith(".__main__"):
+            out.append(EntryPoint(module, "cli", ("__main__",)))
+        elif found.main_guarded:
+            out.append(EntryPoint(module, "cli", ("__main__",), main_only=True))
+        for scope, expr, extra in found.candidates:
+            entry = _command(graph, ScopeRef(path, scope), expr, extra)
+            if entry is not None:
+                out.append(entry)
     return out
 
 
@@ -146,7 +144,7 @@ def _command(graph: CallGraph, ref: ScopeRef, expr: str, extra: Mapping[str, JSO
             return EntryPoint(handler.value.defn.dotted, "cli", ("argparse",))
         return None
     decorated = extra.get("a")
-    if not extra.get("d") or not isinstance(decorated, list) or not expr.endswith(_COMMANDS):
+    if not extra.get("d") or not isinstance(decorated, list) or not expr.endswith(COMMAND_ENDINGS):
         return None
     callee = expr.removesuffix("()")
     found = ev.expr(ref, callee)
