@@ -21,10 +21,12 @@ from kb_assets.cli.session import Session, open_session
 from kb_assets.core.callgraph.graph import digest_kept, kept_resolutions
 from kb_assets.core.collector import Reclaimer
 from kb_assets.core.errors import BadInputError
+from kb_assets.core.per_file import remember
 from kb_assets.core.summary import summary_line
 from kb_assets.indexing.artifact_memos import remembering_artifacts
 from kb_assets.indexing.carries import carried_between_commits, write_kept
 from kb_assets.indexing.follow import BranchPlan, plan_branches, watched_branches
+from kb_assets.indexing.load import last_program
 from kb_assets.indexing.resolution_files import write_kept_resolutions
 from kb_assets.indexing.watch_gate import WatchGate
 from kb_resources.git.ref_events import RefEvents
@@ -143,7 +145,16 @@ def _round(session: Session, branches: list[str], max_catchup: int, reclaimer: R
     if written is not None:
         write_kept_resolutions(written)
         digest_kept()
+        _remember_per_file()
     return failed
+
+
+def _remember_per_file() -> None:
+    """Make the last commit's per-file answers while nobody waits (``per_file``): the next
+    commit's forked copies, which keep nothing, then make only its changed files'."""
+    program = last_program()
+    if program is not None:
+        remember(program)
 
 
 def _follow(session: Session, plan: BranchPlan, reclaimer: Reclaimer) -> tuple[str | None, bool]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from kb_assets.core.callgraph.graph import kept_now, resolutions_in
+from kb_assets.core.callgraph.graph import resolutions_in
 from kb_assets.core.extractors.base import Draft, Extraction, Extractor, OnDemandDrafts
 from kb_assets.core.extractors.call_carry import EdgeCarry
 from kb_assets.core.extractors.registry import extractor as registered
@@ -23,7 +23,6 @@ from kb_assets.core.grounding import build_artifacts
 from kb_assets.core.ids import sorted_distinct
 from kb_assets.core.models import Artifact, Gap
 from kb_assets.core.paths.entrypoints import resolve_shared
-from kb_assets.core.paths.script_sites import script_sites
 from kb_assets.core.program import Program
 from kb_assets.core.symbols.table import symbol_table
 from kb_assets.indexing import artifact_memos, prefetch
@@ -153,8 +152,6 @@ def _extract(
     with resolutions_in(resolutions) if resolutions is not None else nullcontext():
         extraction, reused, resolved = _extraction(engine, program, extractor, carry)
     if early and resolved is not None:
-        if kept_now() is not None:  # a watch: the scan the copy would make and drop is kept here
-            script_sites(program)
         prefetch.start(engine.url, program, prefetch.AFTER_GRAPH, _stored)
     drafts, gaps = _drafts(extraction)
     del extraction  # the drafts are now only in ``drafts``, which hands each over once

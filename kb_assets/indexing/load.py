@@ -78,6 +78,11 @@ def _load_blobs(
     return loaded
 
 
+def last_program() -> Program | None:
+    """The program ``load_program`` loaded last, while it is kept."""
+    return _last[1] if _last is not None else None
+
+
 def load_config(repo: GitRepo, sha: str) -> dict[str, JSON]:
     """The text of each of the commit's ``CONFIG_FILES`` that exists (undecodable bytes replaced)."""
     found: dict[str, JSON] = {}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from kb_assets.core.extractors.base import Draft, Extraction, LocatedGrounding
 from kb_assets.core.extractors.import_facts import collect_imports
 from kb_assets.core.models import JSON, Gap, Grounding
+from kb_assets.core.per_file import PerFile
 from kb_assets.core.program import Program, SourceFile
 from kb_assets.core.spans import ParsedSource
 
@@ -85,48 +86,78 @@ class ImportsExtractor:
         return collect_imports(source)
 
     def resolve(self, program: Program) -> Extraction:
-        """Every (importer, imported) pair of the commit, plus gaps for what cannot be resolved."""
-        edges: dict[tuple[str, str], _Edge] = {}
-        gaps: list[Gap] = []
-        for source, facts in program.facts(EXTRACTOR_ID):
-            gaps.extend(self._file_edges(source, facts, program, edges))
-        drafts = tuple(
-            _draft(importer, imported, edge) for (importer, imported), edge in sorted(edges.items())
-        )
-        return Extraction(drafts=drafts, gaps=tuple(gaps))
+        """Every (importer, imported) pair of the commit, plus gaps for what cannot be resolved.
 
-    def _file_edges(
-        self, source: SourceFile, facts: JSON, program: Program, edges: dict[tuple[str, str], _Edge]
-    ) -> list[Gap]:
-        importer = source.module
-        assert importer is not None
-        gaps: list[Gap] = []
-        for stmt in facts["statements"]:
-            grounding = source.ground(stmt["span"], "import")
-            line = source.spans[stmt["span"]].start_line
-            for obj in stmt["objects"]:
-                relative = obj.startswith(".")
-                name = absolute_name(importer, source.is_package, obj)
-                target = resolve_object(name, relative=relative, program=program) if name else None
-                if target is None or target.unresolved:
-                    gaps.append(
-                        Gap(source.path, "unresolved_import", f"cannot resolve {obj!r}", line, EXTRACTOR_ID)
-                    )
-                if target is None or target.unresolved or target.module == importer:
-                    continue
-                edge = edges.setdefault((importer, target.module), _Edge())
-                edge.grounding.add(grounding)
-                edge.exact = edge.exact and target.exact
-                edge.external = target.external
-                edge.type_checking_only = edge.type_checking_only and bool(stmt["type_checking"])
-        for dyn in facts["dynamic"]:
-            gaps.append(Gap(source.path, "dynamic_import", dyn["text"], dyn["line"], EXTRACTOR_ID))
-        return gaps
+        Each file's edges and gaps are its own (its module is every edge's importer) and depend
+        on nothing but the file and the module map: they are made once per file (``per_file``)
+        and put together in importer order. Files sharing a module name (no ``map_modules``
+        makes them) are put together edge by edge instead."""
+        files = _per_file(program)
+        modules = {path: program.files[path].module or "" for path in files}
+        if len(set(modules.values())) < len(modules):
+            return _extraction(_edges_of(list(program.facts(EXTRACTOR_ID)), program))
+        drafts = tuple(d for path in sorted(files, key=modules.__getitem__) for d in files[path].drafts)
+        return Extraction(drafts=drafts, gaps=tuple(g for found in files.values() for g in found.gaps))
 
     def render(self, payload: Mapping[str, JSON], grounding: Sequence[LocatedGrounding]) -> dict[str, JSON]:
         """Add ``lines``: the first line of every grounding import statement at this commit."""
         lines = sorted({g.start_line for g in grounding if g.role == "import"})
         return {**payload, "lines": lines}
+
+
+def _file_extraction(source: SourceFile, facts: JSON, program: Program) -> Extraction:
+    """One file's import edges and gaps (``ImportsExtractor.resolve``)."""
+    return _extraction(_edges_of([(source, facts)], program))
+
+
+_per_file: PerFile[Extraction] = PerFile(EXTRACTOR_ID, _file_extraction)
+
+
+def _extraction(found: tuple[dict[tuple[str, str], _Edge], list[Gap]]) -> Extraction:
+    """The drafts of ``found``'s edges, in (importer, imported) order, and its gaps."""
+    edges, gaps = found
+    drafts = tuple(_draft(importer, imported, edge) for (importer, imported), edge in sorted(edges.items()))
+    return Extraction(drafts=drafts, gaps=tuple(gaps))
+
+
+def _edges_of(
+    files: Sequence[tuple[SourceFile, JSON]], program: Program
+) -> tuple[dict[tuple[str, str], _Edge], list[Gap]]:
+    """The import edges of ``files``, put together by (importer, imported), and their gaps."""
+    edges: dict[tuple[str, str], _Edge] = {}
+    gaps: list[Gap] = []
+    for source, facts in files:
+        gaps.extend(_file_edges(source, facts, program, edges))
+    return edges, gaps
+
+
+def _file_edges(
+    source: SourceFile, facts: JSON, program: Program, edges: dict[tuple[str, str], _Edge]
+) -> list[Gap]:
+    importer = source.module
+    assert importer is not None
+    gaps: list[Gap] = []
+    for stmt in facts["statements"]:
+        grounding = source.ground(stmt["span"], "import")
+        line = source.spans[stmt["span"]].start_line
+        for obj in stmt["objects"]:
+            relative = obj.startswith(".")
+            name = absolute_name(importer, source.is_package, obj)
+            target = resolve_object(name, relative=relative, program=program) if name else None
+            if target is None or target.unresolved:
+                gaps.append(
+                    Gap(source.path, "unresolved_import", f"cannot resolve {obj!r}", line, EXTRACTOR_ID)
+                )
+            if target is None or target.unresolved or target.module == importer:
+                continue
+            edge = edges.setdefault((importer, target.module), _Edge())
+            edge.grounding.add(grounding)
+            edge.exact = edge.exact and target.exact
+            edge.external = target.external
+            edge.type_checking_only = edge.type_checking_only and bool(stmt["type_checking"])
+    for dyn in facts["dynamic"]:
+        gaps.append(Gap(source.path, "dynamic_import", dyn["text"], dyn["line"], EXTRACTOR_ID))
+    return gaps
 
 
 def _draft(importer: str, imported: str, edge: _Edge) -> Draft:

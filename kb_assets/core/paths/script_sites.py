@@ -1,24 +1,24 @@
 """The call sites of each file that can make it or one of its functions a CLI entry point,
-found once per file's facts and remembered by blob.
+found once per file (``per_file``).
 
 Finding a program's CLI entry points (``entrypoints``) starts from two file-local facts: whether
 the module calls anything under ``if __name__ == "__main__":``, and the few sites whose callee
 can be a click/typer command decorator or an argparse ``set_defaults``. Scanning Django's ~180k
-call sites for them took ~80 ms of every commit, in the forked copy that resolves the process
-paths, which keeps nothing for the next commit. ``script_sites`` remembers each blob's answer
-in this process for the very same facts object (the loader keeps a commit's facts by blob), so a
-run that calls it before forking hands its copies every file's answer, and a watched commit
-scans only the files it changed.
+call sites for them took ~50 ms of every commit, in the forked copy that resolves the process
+paths, which keeps nothing for the next commit. ``script_sites`` remembers each file's answer
+(``per_file``): a watch makes them while it waits, and its next commit's copy scans only the
+files that changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kb_assets.core.callgraph.index import FACTS_ID
 from kb_assets.core.models import JSON
-from kb_assets.core.program import Program
+from kb_assets.core.per_file import PerFile
+from kb_assets.core.program import Program, SourceFile
 
 COMMAND_ENDINGS = ("command()", "command", "group()", "group")
 """What a command decorator's callee ends with (``@click.command()``, ``@cli.group``, ...)."""
@@ -40,28 +40,10 @@ class ScriptSites:
 
 NO_SITES = ScriptSites(False, ())
 
-_known: dict[str, tuple[object, ScriptSites]] = {}
-"""Blob id -> (the scope records scanned, what they hold) for the last program asked about."""
 
-
-def script_sites(program: Program) -> dict[str, ScriptSites]:
-    """Each module file's ``ScriptSites``, by path: remembered for the same facts, else scanned.
-    Only the blobs of ``program`` are remembered afterwards."""
-    global _known  # noqa: PLW0603 - a per-blob memo of this process, see the module docstring
-    found: dict[str, ScriptSites] = {}
-    kept: dict[str, tuple[object, ScriptSites]] = {}
-    for source, facts in program.facts(FACTS_ID):
-        records = facts.get("scopes", []) if isinstance(facts, Mapping) else []
-        known = _known.get(source.blob_id)
-        if known is None or known[0] is not records:
-            known = (records, _scan(records))
-        kept[source.blob_id] = known
-        found[source.path] = known[1]
-    _known = kept
-    return found
-
-
-def _scan(records: Sequence[Mapping[str, JSON]]) -> ScriptSites:
+def _scan(source: SourceFile, facts: JSON, program: Program) -> ScriptSites:
+    """The file's ``ScriptSites``, from its call facts' scope records."""
+    records = facts.get("scopes", []) if isinstance(facts, Mapping) else []
     candidates: list[tuple[int, str, Mapping[str, JSON]]] = []
     main_guarded = False
     for index, rec in enumerate(records):
@@ -74,3 +56,7 @@ def _scan(records: Sequence[Mapping[str, JSON]]) -> ScriptSites:
             if str(site[0]).endswith(CANDIDATE_ENDINGS):
                 candidates.append((index, str(site[0]), extra))
     return ScriptSites(main_guarded, tuple(candidates)) if main_guarded or candidates else NO_SITES
+
+
+script_sites: PerFile[ScriptSites] = PerFile(FACTS_ID, _scan)
+"""Each module file's ``ScriptSites``, by path (``per_file``)."""
