@@ -114,6 +114,60 @@ def test_a_run_publishes_what_each_extractor_resolves_on_its_own(
         store.close()
 
 
+def _watch_once(environ: dict[str, str], repo: str) -> int:
+    """In a spawned process: ``kb watch --once``; its exit code."""
+    os.environ.update(environ)
+    try:
+        return main(["watch", repo, "--once"])
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+
+
+def _started_ahead(instance: dg.DagsterInstance) -> dict[str | None, bool]:
+    """``started_ahead`` of the ``code_spans`` materializations, by commit (absent: False)."""
+    records = instance.fetch_materializations(dg.AssetKey("code_spans"), limit=50).records
+    return {
+        r.partition_key: "started_ahead" in r.asset_materialization.metadata  # type: ignore[union-attr]
+        for r in records
+    }
+
+
+def test_a_watch_starts_the_work_ahead_once_the_commit_is_parsed(
+    kb_env: KbEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a watch whose kept carry remembers a commit (every commit after its first), the copy
+    doing the routes', entities', import edges' and public API's work starts at the end of the
+    parse (``extract.start_ahead``: ``code_spans`` says ``started_ahead``), not at the call-edge
+    step, which starts no second one; those steps take its results (``done_ahead``), and every
+    commit publishes what each extractor resolves on its own."""
+    repo = tmp_path / "repo"
+    shas = build_repo(FIXTURES / "history", repo)
+    assert run_spawned(_index, kb_env.environ, str(repo), shas[:1]) == [0]
+    assert run_spawned(_watch_once, kb_env.environ, str(repo)) == 0
+    for name, value in kb_env.environ.items():
+        monkeypatch.setenv(name, value)
+    git = GitRepo.open(repo)
+    store = open_store(load_settings(), git.key())
+    instance = open_instance(load_settings(), store)
+    try:
+        watched = shas[1:]
+        assert _started_ahead(instance) == {shas[0]: False, watched[0]: False} | dict.fromkeys(
+            watched[1:], True
+        )
+        for asset in (registered(i).asset_name for i in AHEAD):
+            assert all(_done_ahead(instance, asset)[sha] for sha in watched), asset
+        forget_programs()
+        for sha in watched:
+            program = load_program(git, store.engine, sha, limits=ParseLimits(), workers=1)
+            with store.engine.connect() as conn:
+                for extractor_id in AHEAD + AFTER_GRAPH:
+                    own = run_extractor(registered(extractor_id), program)
+                    assert _published(conn, sha, extractor_id) == {a.artifact_id for a in own.artifacts}
+    finally:
+        instance.dispose()
+        store.close()
+
+
 def _published(conn: sa.Connection, sha: str, extractor_id: str) -> set[str]:
     """The ids of one extractor's artifacts in the published snapshot of ``sha``."""
     query = sa.text(

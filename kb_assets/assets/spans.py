@@ -6,6 +6,7 @@ from kb_assets.assets.ingest import IndexConfig
 from kb_assets.assets.launched import adopt_launched_run
 from kb_assets.core.ids import NORMALIZATION_VERSION
 from kb_assets.core.spans import LANG
+from kb_assets.indexing.extract import start_ahead
 from kb_assets.indexing.parse import parse_commit
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
@@ -26,6 +27,7 @@ def code_spans(
     sha, full = context.partition_key, config.full
     stats = parse_commit(kb.git(), kb.engine(), sha, limits=kb.limits(), workers=kb.workers, force=full)
     context.log.info(f"{stats.files} files: {stats.parsed} parsed, {stats.reused} reused; {stats.gaps} gaps")
+    ahead = start_ahead(kb.git(), kb.engine(), sha, limits=kb.limits(), workers=kb.workers)
     return dg.MaterializeResult(
         metadata={
             "files": stats.files,
@@ -33,6 +35,7 @@ def code_spans(
             "reused": stats.reused,
             "spans": stats.spans,
             "gaps": stats.gaps,
+            **({"started_ahead": True} if ahead else {}),
         },
         data_version=dg.DataVersion(stats.digest),
     )

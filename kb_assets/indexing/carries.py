@@ -88,6 +88,11 @@ def open_carry(extractor: Extractor, path: Path | None) -> EdgeCarry | None:
     return carry
 
 
+def kept_carry() -> EdgeCarry | None:
+    """The carry a watch keeps in memory (None outside a watch, or before its first commit)."""
+    return _kept
+
+
 def mark_staged(carry: EdgeCarry, store: str) -> None:
     """``carry`` now remembers ids just staged in ``store`` (an engine's ``str(engine.url)``, as
     the parse and the load name their stores): if it is the kept carry, the watch's

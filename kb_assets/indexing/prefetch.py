@@ -166,6 +166,21 @@ def start(url: sa.URL, program: Program, extractor_ids: Sequence[str], work: Wor
     return True
 
 
+def started(url: sa.URL, program: Program, extractor_ids: Sequence[str]) -> bool:
+    """Whether a copy was started for ``extractor_ids`` (those very ids) on ``program`` in the
+    store at ``url``."""
+    wanted = tuple(extractor_ids)
+    return any(
+        s.program is program and s.url == url and tuple(e.extractor_id for e in s.extractors) == wanted
+        for s in _started
+    )
+
+
+def active() -> bool:
+    """Whether ``prefetching`` is active: ``start`` may hand work to a copy."""
+    return _active
+
+
 def take(url: sa.URL, program: Program, extractor: Extractor) -> Done | None:
     """A copy's result for ``extractor`` on ``program`` in the store at ``url`` (each handed out
     once), waiting for the copy if it has not finished; None when there is none to take."""
