@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from kb_assets.core.extractors.imports import ImportsExtractor
+from kb_assets.core.extractors.registry import parser_version
+from kb_assets.indexing import parse
 from kb_gates import gates
+from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
 from kb_resources.store.engine import open_store
@@ -79,6 +82,20 @@ def test_second_commit_parses_only_changed_files(kb_env: KbEnv, tmp_path: Path) 
     assert second.code == 0, second.stderr
     s = _summary(second.stdout)
     assert (s["mode"], s["files"], s["parsed"], s["reused"]) == ("incremental", "6", "1", "5")
+    # The blob summaries this process kept from the first commit (``parse._summaries``) and read
+    # for the new blob are what the store says of every blob of the second.
+    assert parse._summarized is not None
+    kept = parse._summarized[1]
+    store = open_store(load_settings(kb_env.environ), GitRepo.open(repo).key())
+    try:
+        with store.engine.connect() as conn:
+            blob_ids = sorted(
+                {f.blob_id for f in reads.commit_files(conn, GitRepo.open(repo).resolve("HEAD"))}
+            )
+            assert kept == reads.blob_summaries(conn, parser_version(), blob_ids)
+    finally:
+        store.close()
+    assert sum(summary.span_count for summary in kept.values()) == int(s["spans"])
     incremental = kb_env.kb("export", repo).stdout
     assert kb_env.kb("index", repo, "--full").code == 0
     assert kb_env.kb("export", repo).stdout == incremental
