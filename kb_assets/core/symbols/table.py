@@ -72,9 +72,9 @@ def _inherited(
     """The ``namespaces`` built over the module views ``known`` that a table of ``views`` would
     build again: those of modules of the same name over the very same facts (``_view``) without
     a star import. Such a namespace holds only the module's own bindings, whatever else changed;
-    one with a star import holds what its target exposes, and is built again. Building every
-    namespace again was ~45 ms of each warm Django commit (7,800 ``Entry`` objects), before the
-    call graph and the extractors' forked copies could start."""
+    one with a star import holds what its target exposes, and is built again. With them a warm
+    Django commit's table takes 9.5 instead of 21 ms (2,176 of 2,810 namespaces inherited), before
+    the call graph and the extractors' forked copies can start."""
     inherited: dict[str, Built] = {}
     for blob_id, view in views.items():
         before = known.get(blob_id)
