@@ -81,8 +81,13 @@ def reproducibility_diff(
 
 
 def _copy_of(program: Program) -> Program:
-    """A distinct program object with the same contents (nothing remembered for it yet)."""
-    return dataclasses.replace(program)
+    """A distinct program object with the same contents (nothing remembered for it yet), each of
+    whose files has a facts mapping of its own: what is remembered per file for the very same
+    facts object (``core.per_file``, the symbol table's module views) is made again too."""
+    files = {
+        path: dataclasses.replace(source, facts=dict(source.facts)) for path, source in program.files.items()
+    }
+    return dataclasses.replace(program, files=files)
 
 
 _recomputed: PerProgram[Program] = PerProgram(_copy_of)

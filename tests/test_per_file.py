@@ -15,6 +15,7 @@ from kb_assets.core.models import JSON
 from kb_assets.core.modules import map_modules
 from kb_assets.core.per_file import PerFile
 from kb_assets.core.program import Program, SourceFile
+from kb_gates import gates
 from tests.programs import program_from_files
 
 FILES = {
@@ -105,3 +106,14 @@ def test_files_sharing_a_module_name_are_put_together_edge_by_edge() -> None:
     assert [d.logical_key for d in found.drafts] == ["import:same->json", "import:same->os"]
     os_edge = found.drafts[1]
     assert {g.path for g in os_edge.grounding} == {"a.py", "b.py"}
+
+
+def test_the_reproducibility_gate_resolves_a_copy_answered_afresh() -> None:
+    """The copy of a program the reproducibility gate resolves (``gates._copy_of``) has facts
+    objects of its own: nothing remembered per file is reused for it, so the gate proves what
+    the extractors compute, not what was remembered."""
+    program = program_from_files(FILES)
+    first = counted(program)
+    made.clear()
+    assert counted(gates._copy_of(program)) == first
+    assert sorted(made) == sorted(FILES)
