@@ -82,16 +82,21 @@ def test_second_commit_parses_only_changed_files(kb_env: KbEnv, tmp_path: Path) 
     assert second.code == 0, second.stderr
     s = _summary(second.stdout)
     assert (s["mode"], s["files"], s["parsed"], s["reused"]) == ("incremental", "6", "1", "5")
-    # The blob summaries this process kept from the first commit (``parse._summaries``) and read
-    # for the new blob are what the store says of every blob of the second.
-    assert parse._summarized is not None
-    kept = parse._summarized[1]
-    store = open_store(load_settings(kb_env.environ), GitRepo.open(repo).key())
+    # The blob summaries this process kept from the first commit and read for the new blob
+    # (``parse._summaries``) cover every blob of the second, as the store says them.
+    git = GitRepo.open(repo)
+    store = open_store(load_settings(kb_env.environ), git.key())
+    asked: list[str] = []
+
+    def fetch(missing: list[str]) -> dict[str, reads.BlobSummary]:
+        asked.extend(missing)
+        return {}
+
     try:
         with store.engine.connect() as conn:
-            blob_ids = sorted(
-                {f.blob_id for f in reads.commit_files(conn, GitRepo.open(repo).resolve("HEAD"))}
-            )
+            blob_ids = sorted({f.blob_id for f in reads.commit_files(conn, git.resolve("HEAD"))})
+            kept = parse._summaries.get(store.engine, blob_ids, fetch)
+            assert asked == []
             assert kept == reads.blob_summaries(conn, parser_version(), blob_ids)
     finally:
         store.close()

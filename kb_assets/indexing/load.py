@@ -16,6 +16,7 @@ from kb_assets.core.models import JSON, READABLE_MODES, EncodedBlob, Span
 from kb_assets.core.modules import map_modules
 from kb_assets.core.program import CONFIG_FILES, Program, SourceFile
 from kb_assets.core.spans import ParseLimits
+from kb_assets.indexing.last_blobs import LastBlobs
 from kb_assets.indexing.parse import ensure_parsed, forget_parsed, take_parsed
 from kb_resources.git.files import read_path
 from kb_resources.git.repo import GitRepo
@@ -25,8 +26,8 @@ from kb_resources.store.reads import CachedBlob
 _last: tuple[tuple[str, str, str], Program] | None = None
 
 _Loaded = tuple[tuple[Span, ...], dict[str, JSON]]
-_blobs: tuple[tuple[str, str], dict[str, _Loaded]] | None = None
-"""(store url, parser version) -> blob id -> (spans, decoded facts) of the last program's blobs."""
+_blobs: LastBlobs[_Loaded] = LastBlobs()
+"""(spans, decoded facts) of the last program's blobs (``last_blobs``)."""
 
 
 def load_program(repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits, workers: int) -> Program:
@@ -57,25 +58,20 @@ def load_program(repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits
 def _load_blobs(
     repo: GitRepo, engine: Engine, blob_ids: list[str], *, limits: ParseLimits, workers: int
 ) -> dict[str, _Loaded]:
-    """Spans and decoded facts of ``blob_ids``: remembered ones from memory, the rest parsed if
-    needed and read from the store, or taken as this process's last parse wrote them
-    (``parse.take_parsed``). Only this commit's blobs are remembered afterwards."""
-    global _blobs  # noqa: PLW0603 - see module docstring
-    scope = (str(engine.url), parser_version())
-    known = _blobs[1] if _blobs is not None and _blobs[0] == scope else {}
-    missing = [b for b in blob_ids if b not in known]
-    fresh: dict[str, _Loaded] = {}
-    if missing:
+    """Spans and decoded facts of ``blob_ids``: kept ones from memory (``_blobs``), the rest parsed
+    if needed and read from the store, or taken as this process's last parse wrote them
+    (``parse.take_parsed``)."""
+
+    def fetch(missing: list[str]) -> dict[str, _Loaded]:
         ensure_parsed(repo, engine, missing, limits=limits, workers=workers)
         found: dict[str, EncodedBlob | CachedBlob] = {**take_parsed(engine, missing)}
         rest = [b for b in missing if b not in found]
         if rest:
             with engine.connect() as conn:
-                found.update(reads.load_parsed_blobs(conn, scope[1], rest))
-        fresh = {b: (c.spans, decode_facts(c.facts) if c.spans else {}) for b, c in found.items()}
-    loaded = {b: known[b] if b in known else fresh[b] for b in blob_ids}
-    _blobs = (scope, loaded)
-    return loaded
+                found.update(reads.load_parsed_blobs(conn, parser_version(), rest))
+        return {b: (c.spans, decode_facts(c.facts) if c.spans else {}) for b, c in found.items()}
+
+    return _blobs.get(engine, blob_ids, fetch)
 
 
 def last_program() -> Program | None:
@@ -96,7 +92,7 @@ def load_config(repo: GitRepo, sha: str) -> dict[str, JSON]:
 def forget_programs() -> None:
     """Drop the cached program and blobs, and what the last parse wrote (tests use it to force a
     fresh load)."""
-    global _last, _blobs  # noqa: PLW0603
+    global _last  # noqa: PLW0603
     _last = None
-    _blobs = None
+    _blobs.forget()
     forget_parsed()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import partial
 
-import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from kb_assets.core.errors import IdentityConflictError
@@ -19,6 +19,7 @@ from kb_assets.core.models import READABLE_MODES, EncodedBlob, FileMode, Gap
 from kb_assets.core.modules import map_modules
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing import head_start
+from kb_assets.indexing.last_blobs import LastBlobs
 from kb_assets.indexing.parallel import analyze_blobs
 from kb_assets.indexing.progress import report
 from kb_resources.git.repo import GitRepo
@@ -155,7 +156,7 @@ def parse_commit(
     blob_ids = sorted({f.blob_id for f in readable})
     parsed_now = ensure_parsed(repo, engine, blob_ids, limits=limits, workers=workers, force=force)
     with engine.connect() as conn:
-        blobs = _summaries(conn, str(engine.url), blob_ids)
+        blobs = _summaries.get(engine, blob_ids, partial(reads.blob_summaries, conn, parser_version()))
         digest = reads.occurrence_digest(conn, sha, parser_version()) or NO_OCCURRENCES
     gaps = _parse_gaps(files, readable, blobs) + list(repo.tree_gaps(sha))
     with engine.begin() as conn:
@@ -171,22 +172,9 @@ def parse_commit(
     )
 
 
-_summarized: tuple[tuple[str, str], dict[str, reads.BlobSummary]] | None = None
-"""(store url, parser version) -> blob id -> summary, of the last commit this process parsed."""
-
-
-def _summaries(conn: sa.Connection, url: str, blob_ids: list[str]) -> dict[str, reads.BlobSummary]:
-    """``reads.blob_summaries`` of ``blob_ids``, asked only for the blobs the last commit this
-    process parsed did not have: a parsed blob's spans and gaps never change, and counting every
-    blob's spans again took ~10 ms of each commit a watch indexes (Django: 2,810 blobs)."""
-    global _summarized  # noqa: PLW0603 - see its docstring
-    scope = (url, parser_version())
-    known = _summarized[1] if _summarized is not None and _summarized[0] == scope else {}
-    missing = [b for b in blob_ids if b not in known]
-    fresh = reads.blob_summaries(conn, scope[1], missing) if missing else {}
-    found = {b: known[b] if b in known else fresh[b] for b in blob_ids if b in known or b in fresh}
-    _summarized = (scope, found)
-    return found
+_summaries: LastBlobs[reads.BlobSummary] = LastBlobs()
+"""Span counts and gaps of the last commit's blobs: counting every blob's spans again took 21-23
+ms of each commit a watch indexes (Django: 2,810 blobs)."""
 
 
 def _parse_gaps(
