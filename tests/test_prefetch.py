@@ -257,6 +257,8 @@ def _exercise() -> dict[str, Any]:
     out: dict[str, Any] = {"outside": prefetch.start(URL, program, ["imports"], _named)}
     with prefetch.prefetching():
         out["started"] = prefetch.start(URL, program, ["imports", "entities"], _named)
+        out["started again"] = prefetch.start(URL, program, ["imports", "entities"], _named)
+        out["copies"] = len(prefetch._started)
         out["other program"] = prefetch.take(URL, program=other, extractor=imports)
         out["other store"] = prefetch.take(sa.make_url("postgresql+psycopg://x@/y"), program, imports)
         out["other object"] = prefetch.take(URL, program, type(imports)())
@@ -276,6 +278,7 @@ def test_a_result_goes_once_to_what_it_was_made_for() -> None:
     found = run_spawned(_exercise)
     assert found["outside"] is False
     assert found["started"] is True
+    assert (found["started again"], found["copies"]) == (True, 1)  # the same work is not forked twice
     for case in ("other program", "other store", "other object", "not started for", "imports again"):
         assert found[case] is None, case
     assert found["imports"] == _ids("imports")

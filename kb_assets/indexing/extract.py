@@ -149,9 +149,8 @@ def _extract(
         return StagedResult(artifact_ids=ordered, gaps=done.gaps, ahead=ahead is not None)
     ahead_of = extractor is registered(prefetch.AHEAD_OF)
     early = ahead_of and carry.remembers  # copies start with the step (``prefetch.AHEAD_OF``)
-    if early and not prefetch.started(engine.url, program, prefetch.AHEAD):
-        symbol_table(program)  # made before the copy, which then shares it: the graph needs it too
-        prefetch.start(engine.url, program, prefetch.AHEAD, _stored)
+    if early:
+        _start_ahead(engine, program)
     with resolutions_in(resolutions) if resolutions is not None else nullcontext():
         extraction, reused, resolved = _extraction(engine, program, extractor, carry)
     if early and resolved is not None:
@@ -184,7 +183,11 @@ def start_ahead(repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits,
     carry = kept_carry()
     if not prefetch.active() or carry is None or not carry.remembers:
         return False
-    program = load_program(repo, engine, sha, limits=limits, workers=workers)
+    return _start_ahead(engine, load_program(repo, engine, sha, limits=limits, workers=workers))
+
+
+def _start_ahead(engine: Engine, program: Program) -> bool:
+    """``prefetch.AHEAD``'s copy on ``program``, unless one was started (``prefetch.start``)."""
     symbol_table(program)  # made before the copy, which then shares it: the graph needs it too
     return prefetch.start(engine.url, program, prefetch.AHEAD, _stored)
 

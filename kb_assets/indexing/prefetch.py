@@ -120,6 +120,12 @@ class _Started:
     copy: forked.Streamed[str, Done]
     taken: set[str] = field(default_factory=set)
 
+    def doing(self, url: sa.URL, program: Program, extractors: tuple[Extractor, ...]) -> bool:
+        """Whether this copy does the work of ``extractors`` on ``program`` in the store at ``url``
+        and none of its results was taken yet."""
+        same = self.program is program and self.url == url and self.extractors == extractors
+        return same and not self.taken
+
     def made_for(self, url: sa.URL, program: Program, extractor: Extractor) -> bool:
         """Whether this copy works for ``extractor`` (that very object) on ``program`` in the
         store at ``url``, and its result for it was not taken yet."""
@@ -152,28 +158,25 @@ def prefetching() -> Iterator[None]:
 
 def start(url: sa.URL, program: Program, extractor_ids: Sequence[str], work: Work) -> bool:
     """Begin ``work`` for each registered extractor named in ``extractor_ids`` on ``program`` in a
-    copy (copies started for another program are dropped first); False when none was started
-    (not ``prefetching``, nothing to do, or ``forked.can_fork`` allowed no copy)."""
+    copy (copies started for another program are dropped first); True when such a copy was
+    started, now or before for this very program, store and extractors with none of its results
+    taken yet (a watch starts it once the commit is parsed, and the call-edge step then asks
+    again); False when none was (not
+    ``prefetching``, nothing to do, or ``forked.can_fork`` allowed no copy)."""
     if any(started.program is not program for started in _started):
         discard()
     if not _active or not extractor_ids:
         return False
     extractors = tuple(registered(i) for i in extractor_ids)
+    if any(
+        s.program is program and s.url == url and s.extractors == extractors and not s.taken for s in _started
+    ):
+        return True
     copy = forked.fork_each(partial(_ahead, url, program, extractors, work))
     if copy is None:
         return False
     _started.append(_Started(url, program, extractors, copy))
     return True
-
-
-def started(url: sa.URL, program: Program, extractor_ids: Sequence[str]) -> bool:
-    """Whether a copy was started for ``extractor_ids`` (those very ids) on ``program`` in the
-    store at ``url``."""
-    wanted = tuple(extractor_ids)
-    return any(
-        s.program is program and s.url == url and tuple(e.extractor_id for e in s.extractors) == wanted
-        for s in _started
-    )
 
 
 def active() -> bool:
