@@ -17,7 +17,7 @@ copies make only the changed files'.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kb_assets.core.models import JSON
 from kb_assets.core.modules import ModuleMap
@@ -25,7 +25,7 @@ from kb_assets.core.program import Program, SourceFile
 
 T = TypeVar("T")
 
-_every: list[PerFile[object]] = []
+_every: list[PerFile[Any]] = []
 """Every ``PerFile`` made (module-level objects, one per kind of answer), for ``remember``."""
 
 
@@ -44,7 +44,7 @@ class PerFile(Generic[T]):
         self._make = make
         self._module_map: ModuleMap | None = None
         self._known: dict[str, tuple[SourceFile, T]] = {}
-        _every.append(self)  # type: ignore[arg-type]  # only called with a program, whatever T
+        _every.append(self)
 
     def __call__(self, program: Program) -> dict[str, T]:
         """Each file's answer, by path, in path order: the last one for the same file under the

@@ -92,11 +92,12 @@ class ImportsExtractor:
         on nothing but the file and the module map: they are made once per file (``per_file``)
         and put together in importer order. Files sharing a module name (no ``map_modules``
         makes them) are put together edge by edge instead."""
+        sources = list(program.facts(EXTRACTOR_ID))
+        if len({source.module for source, _ in sources}) < len(sources):
+            return _extraction(_edges_of(sources, program))
         files = _per_file(program)
-        modules = {path: program.files[path].module or "" for path in files}
-        if len(set(modules.values())) < len(modules):
-            return _extraction(_edges_of(list(program.facts(EXTRACTOR_ID)), program))
-        drafts = tuple(d for path in sorted(files, key=modules.__getitem__) for d in files[path].drafts)
+        by_module = sorted(sources, key=lambda found: found[0].module or "")
+        drafts = tuple(d for source, _ in by_module for d in files[source.path].drafts)
         return Extraction(drafts=drafts, gaps=tuple(g for found in files.values() for g in found.gaps))
 
     def render(self, payload: Mapping[str, JSON], grounding: Sequence[LocatedGrounding]) -> dict[str, JSON]:
