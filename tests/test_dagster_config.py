@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from dagster._core.run_coordinator import QueuedRunCoordinator
 
 from kb_assets.cli.instance import CLI_YAML, CLI_YAML_NAME, DAGSTER_YAML, ensure_dagster_home, open_instance
-from kb_assets.instance_tuning import forget_run_lookups
+from kb_assets.run_lookups import RunLookups, forget_run_lookups
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import Settings, load_settings
 from kb_resources.store.engine import Store, open_store
@@ -170,3 +170,85 @@ def test_a_run_asks_once_for_its_partition_and_its_assets_wipe_details(kb_env: K
         assert not instance.has_dynamic_partition("commits", sha)
         assert asked("dynamic_partitions") == 5
         instance.dispose()
+
+
+def test_a_run_asks_once_for_the_newest_materialization_until_it_stores_one(
+    kb_env: KbEnv, tmp_path: Path
+) -> None:
+    """The newest materialization of an asset at a partition and its latest data-version tags are
+    read once within a run (``RunLookups``): again once the instance stores a materialization of
+    that asset (the new one is answered, not the old) or wipes it, and after ``forget_run_lookups``;
+    a look-up with bounds is never kept."""
+    with _indexed(kb_env, tmp_path) as (settings, store):
+        instance = open_instance(settings, store)
+        events: Any = instance.event_log_storage
+        statements: list[str] = []
+        sa.event.listen(events._engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+        sha = instance.get_dynamic_partitions("commits")[0]
+        asset, other = dg.AssetKey("call_edges"), dg.AssetKey("import_edges")
+
+        def newest(key: dg.AssetKey = asset) -> int:
+            records = instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=key, asset_partitions=[sha]), limit=1
+            ).records
+            return records[0].storage_id
+
+        def tags() -> Any:
+            return events.get_latest_tags_by_partition(
+                asset,
+                dg.DagsterEventType.ASSET_MATERIALIZATION,
+                ["dagster/data_version"],
+                asset_partitions=[sha],
+            )
+
+        def reads() -> int:
+            return sum(s.startswith("SELECT") and "event_logs" in s for s in statements)
+
+        forget_run_lookups(instance)
+        statements.clear()
+        first, first_tags = newest(), tags()
+        assert first_tags[sha]["dagster/data_version"]
+        assert (newest(), tags(), newest(other) != first) == (first, first_tags, True)
+        assert reads() == 3
+        bounded = dg.AssetRecordsFilter(asset_key=asset, asset_partitions=[sha], before_storage_id=first + 1)
+        for _ in range(2):
+            assert instance.fetch_materializations(bounded, limit=1).records[0].storage_id == first
+        assert reads() == 5
+
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(asset_key=asset, partition=sha, tags={"dagster/data_version": "new"})
+        )
+        statements.clear()
+        second = newest()
+        assert second > first
+        assert tags()[sha]["dagster/data_version"] == "new"
+        assert (newest(), newest(other)) == (second, newest(other))
+        assert reads() == 2  # the other asset's answer was kept
+
+        forget_run_lookups(instance)
+        assert newest() == second
+        assert reads() == 3
+        instance.wipe_assets([asset])
+        assert not instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset, asset_partitions=[sha]), limit=1
+        ).records
+        instance.dispose()
+
+
+def test_an_answer_read_while_its_asset_was_written_is_not_kept() -> None:
+    """A check thread's look-up that overlaps the run's thread storing a materialization of the
+    same asset answers what it read, but the next look-up asks again."""
+    lookups = RunLookups()
+    asked: list[str] = []
+
+    def fetch(records_filter: Any, limit: int, cursor: str | None, ascending: bool) -> str:
+        asked.append(records_filter.asset_key.to_user_string())
+        if len(asked) == 1:  # the run stores a materialization while this reads
+            lookups._changed(records_filter.asset_key)
+        return f"answer {len(asked)}"
+
+    newest = lookups.newest_materialization(fetch)
+    wanted = dg.AssetRecordsFilter(asset_key=dg.AssetKey("call_edges"), asset_partitions=["a" * 40])
+    assert [newest(wanted, 1), newest(wanted, 1), newest(wanted, 1)] == ["answer 1", "answer 2", "answer 2"]
+    assert newest(wanted, 2) == "answer 3"
+    assert len(asked) == 3

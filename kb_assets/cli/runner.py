@@ -24,7 +24,7 @@ from kb_assets.core.errors import CheckFailedError, KbError
 from kb_assets.core.models import Gap
 from kb_assets.core.summary import IndexStats
 from kb_assets.indexing.prefetch import prefetching
-from kb_assets.instance_tuning import forget_run_lookups
+from kb_assets.run_lookups import forget_run_lookups
 from kb_gates.check_process import CHECK_PROCESS
 from kb_resources.store import reads
 from kb_resources.store.failures import lost_store
