@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kb_assets.core.blobs import analyze_blob, decode_facts, encode_facts
+from kb_assets.core.blobs import analyze_blob, canonical_facts, decode_facts
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS
 from kb_assets.core.models import Span
 from kb_assets.core.spans import ParseLimits
@@ -27,6 +27,6 @@ def blob_mismatches(sampled: Sequence[Sampled], limits: ParseLimits) -> list[str
         fresh = analyze_blob(blob_id, data, EXTRACTORS, limits, collectors=COLLECTORS)
         if spans != fresh.spans:
             bad.append(f"{blob_id[:12]}: cached spans differ from a fresh parse")
-        elif spans and decode_facts(facts) != decode_facts(encode_facts(fresh.facts)):
+        elif spans and decode_facts(facts) != canonical_facts(fresh.facts):
             bad.append(f"{blob_id[:12]}: cached facts differ from a fresh parse")
     return bad

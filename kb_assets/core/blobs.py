@@ -12,6 +12,7 @@ import math
 import sys
 import zlib
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from kb_assets.core.extractors.base import Collector, Extractor
 from kb_assets.core.models import JSON, EncodedBlob, Gap, ParsedBlob
@@ -85,11 +86,16 @@ def encode_facts(facts: Mapping[str, JSON]) -> bytes:
     fastest level (``FACTS_ZLIB_LEVEL``): Django's 17.5 MB of marshalled facts take 0.17 s of the
     workers' CPU instead of 0.45 s at the default level, for 5.5 MB stored instead of 4.7 MB.
     """
+    return _packed(canonical_facts(facts))
+
+
+def canonical_facts(facts: Mapping[str, JSON]) -> JSON:
+    """What ``decode_facts(encode_facts(facts))`` gives back, without the bytes in between (the
+    blob-cache gate compares a fresh parse's facts with the cache's this way)."""
     try:
-        value = _canonical(facts)
+        return _canonical(facts)
     except _NotPlainError:
-        value = _json_round_trip(facts)
-    return _packed(value)
+        return _json_round_trip(facts)
 
 
 def _json_round_trip(facts: Mapping[str, JSON]) -> JSON:
@@ -127,11 +133,9 @@ def _canonical(value: object) -> JSON:
     if type(value) is str:
         return sys.intern(value)
     if type(value) is dict:
-        if any(type(key) is not str for key in value):
-            raise _NotPlainError
-        return {sys.intern(key): _canonical(value[key]) for key in sorted(value)}
+        return _canonical_dict(value)
     if type(value) is list or type(value) is tuple:
-        return [_canonical(item) for item in value]
+        return _canonical_list(value)
     if type(value) is int:
         return value + 0
     if value is None or type(value) is bool:
@@ -139,6 +143,44 @@ def _canonical(value: object) -> JSON:
     if type(value) is float and math.isfinite(value):
         return float(repr(value))
     raise _NotPlainError  # also infinities and NaN: ``json`` gives back its own shared constants
+
+
+def _canonical_list(items: list[Any] | tuple[Any, ...]) -> list[JSON]:
+    """``_canonical`` of a list or tuple, with its commonest items (strings, ints, lists) done
+    here rather than by a call each: Django's facts 0.69-0.84 -> 0.47-0.62 s, the same bytes."""
+    out: list[JSON] = []
+    append = out.append
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            append(sys.intern(item))
+        elif kind is int:
+            append(item + 0)
+        elif kind is list or kind is tuple:
+            append(_canonical_list(item))
+        else:
+            append(_canonical(item))
+    return out
+
+
+def _canonical_dict(value: dict[Any, Any]) -> dict[str, JSON]:
+    """``_canonical`` of a dict: keys sorted and interned, values as ``_canonical_list`` does them."""
+    if any(type(key) is not str for key in value):
+        raise _NotPlainError
+    out: dict[str, JSON] = {}
+    for key in sorted(value):  # all strings, checked above
+        item = value[key]
+        kind = type(item)
+        name = sys.intern(key)
+        if kind is str:
+            out[name] = sys.intern(item)
+        elif kind is int:
+            out[name] = item + 0
+        elif kind is list or kind is tuple:
+            out[name] = _canonical_list(item)
+        else:
+            out[name] = _canonical(item)
+    return out
 
 
 def encode_blob(parsed: ParsedBlob) -> EncodedBlob:
