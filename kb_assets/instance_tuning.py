@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 def tune_instance(instance: dg.DagsterInstance) -> None:
-    """Pool the storages' connections, remember the schema probes and a run's look-ups (below)."""
+    """Pool the storages' connections, remember the schema probes (below) and a run's look-ups
+    (``kb_assets.run_lookups``)."""
     _pool_connections(instance)
     _remember_schema_probes(instance)
     remember_run_lookups(instance)

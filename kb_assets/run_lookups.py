@@ -136,7 +136,8 @@ class RunLookups:
     def _kept(
         self, memo: dict[tuple[object, ...], Any], key: tuple[object, ...], ask: Callable[[], Any]
     ) -> Any:
-        """``memo[key]``, else ``ask()``, kept unless the asset ``key`` starts with was written meanwhile."""
+        """``memo[key]``, else ``ask()``, kept unless ``key``'s asset (its first item) was written
+        meanwhile."""
         if key in memo:
             return memo[key]
         writes = self.writes.get(key[0], 0)
