@@ -161,16 +161,14 @@ def start(url: sa.URL, program: Program, extractor_ids: Sequence[str], work: Wor
     copy (copies started for another program are dropped first); True when such a copy was
     started, now or before for this very program, store and extractors with none of its results
     taken yet (a watch starts it once the commit is parsed, and the call-edge step then asks
-    again); False when none was (not
-    ``prefetching``, nothing to do, or ``forked.can_fork`` allowed no copy)."""
+    again: ``_Started.doing``); False when none was (not ``prefetching``, nothing to do, or
+    ``forked.can_fork`` allowed no copy)."""
     if any(started.program is not program for started in _started):
         discard()
     if not _active or not extractor_ids:
         return False
     extractors = tuple(registered(i) for i in extractor_ids)
-    if any(
-        s.program is program and s.url == url and s.extractors == extractors and not s.taken for s in _started
-    ):
+    if any(started.doing(url, program, extractors) for started in _started):
         return True
     copy = forked.fork_each(partial(_ahead, url, program, extractors, work))
     if copy is None:
