@@ -87,8 +87,21 @@ def allow_dagster_threads() -> None:
     _beside_dagster = True
 
 
+_settlers: list[Callable[[], None]] = []
+
+
+def settle_before_fork(settle: Callable[[], None]) -> None:
+    """Have ``can_fork`` call ``settle`` first: a function that waits for a thread of this
+    process's own work to end (``kb_assets.indexing.predecode``), so that the thread neither
+    stops a copy from being made nor runs beside one."""
+    _settlers.append(settle)
+
+
 def can_fork() -> bool:
-    """Whether ``fork`` may make a copy now (module docstring)."""
+    """Whether ``fork`` may make a copy now (module docstring), once the threads of this
+    process's own work have ended (``settle_before_fork``)."""
+    for settle in _settlers:
+        settle()
     allowed = _workers if _workers > 0 else cores()
     return sys.platform == "linux" and not _in_copy and allowed >= 2 and _alone()
 

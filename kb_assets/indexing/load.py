@@ -12,10 +12,11 @@ from sqlalchemy import Engine
 
 from kb_assets.core.blobs import decode_facts
 from kb_assets.core.extractors.registry import parser_version
-from kb_assets.core.models import JSON, READABLE_MODES, EncodedBlob, Span
+from kb_assets.core.models import JSON, READABLE_MODES, EncodedBlob
 from kb_assets.core.modules import map_modules
 from kb_assets.core.program import CONFIG_FILES, Program, SourceFile
 from kb_assets.core.spans import ParseLimits
+from kb_assets.indexing import predecode
 from kb_assets.indexing.last_blobs import LastBlobs
 from kb_assets.indexing.parse import ensure_parsed, forget_parsed, take_parsed
 from kb_resources.git.files import read_path
@@ -25,7 +26,7 @@ from kb_resources.store.reads import CachedBlob
 
 _last: tuple[tuple[str, str, str], Program] | None = None
 
-_Loaded = tuple[tuple[Span, ...], dict[str, JSON]]
+_Loaded = predecode.Loaded
 _blobs: LastBlobs[_Loaded] = LastBlobs()
 """(spans, decoded facts) of the last program's blobs (``last_blobs``)."""
 
@@ -65,11 +66,15 @@ def _load_blobs(
     def fetch(missing: list[str]) -> dict[str, _Loaded]:
         ensure_parsed(repo, engine, missing, limits=limits, workers=workers)
         found: dict[str, EncodedBlob | CachedBlob] = {**take_parsed(engine, missing)}
+        decoded = predecode.take(engine, list(found))  # only what this process's last parse wrote
         rest = [b for b in missing if b not in found]
         if rest:
             with engine.connect() as conn:
                 found.update(reads.load_parsed_blobs(conn, parser_version(), rest))
-        return {b: (c.spans, decode_facts(c.facts) if c.spans else {}) for b, c in found.items()}
+        return {
+            b: decoded[b] if b in decoded else (c.spans, decode_facts(c.facts) if c.spans else {})
+            for b, c in found.items()
+        }
 
     return _blobs.get(engine, blob_ids, fetch)
 
@@ -96,3 +101,4 @@ def forget_programs() -> None:
     _last = None
     _blobs.forget()
     forget_parsed()
+    predecode.forget()

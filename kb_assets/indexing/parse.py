@@ -18,7 +18,7 @@ from kb_assets.core.extractors.registry import parser_version
 from kb_assets.core.models import READABLE_MODES, EncodedBlob, FileMode, Gap
 from kb_assets.core.modules import map_modules
 from kb_assets.core.spans import ParseLimits
-from kb_assets.indexing import head_start
+from kb_assets.indexing import head_start, predecode
 from kb_assets.indexing.last_blobs import LastBlobs
 from kb_assets.indexing.parallel import analyze_blobs
 from kb_assets.indexing.progress import report
@@ -90,9 +90,10 @@ def ensure_parsed(
             if keep:
                 written.update((blob.blob_id, blob) for blob in pending)
             pending = []
-    _write(engine, pv, pending, cached if force else set(), log)
     if keep:
         written.update((blob.blob_id, blob) for blob in pending)
+        predecode.start(engine, list(written.values()), workers=workers)  # while the rest is written
+    _write(engine, pv, pending, cached if force else set(), log)
     with engine.begin() as conn:
         refresh_statistics(conn, log)
     _written = ((str(engine.url), pv), written) if keep else None
