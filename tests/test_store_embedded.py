@@ -136,6 +136,8 @@ def test_embedded_store_keeps_one_database_per_repository(settings_factory: Sett
         storage.dispose()
         with first.engine.connect() as conn:  # ... the knowledge store's own sessions do not
             assert conn.scalar(sa.text("SHOW synchronous_commit")) == "on"
+            # and start the kernel's writeback as they write (the exit's checkpoint syncs less)
+            assert conn.scalar(sa.text("SHOW backend_flush_after")) == "512kB"
         with first.engine.connect() as conn:
             query = "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'dagster'"
             assert conn.scalar(sa.text(query))
@@ -190,3 +192,10 @@ def test_read_only_store_rejects_writes(store: Store, settings_factory: Settings
             with pytest.raises(sa_exc.InternalError, match="read-only transaction"):
                 conn.execute(sa.text("INSERT INTO branch_ref VALUES ('main', repeat('a', 40), now())"))
         assert "default_transaction_read_only" not in reader.dagster_storage_url()
+
+
+def test_a_store_named_by_url_keeps_its_servers_writeback_setting(store: Store) -> None:
+    """``EMBEDDED_STORE_OPTION`` is for the embedded server only: a store given by URL (the test
+    session's, here) keeps whatever its administrator set (PostgreSQL's default: off)."""
+    with store.engine.connect() as conn:
+        assert conn.scalar(sa.text("SHOW backend_flush_after")) == "0"

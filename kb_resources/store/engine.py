@@ -25,6 +25,15 @@ from kb_resources.store.target import dagster_url, display, one_line, parse_stor
 
 DAGSTER_SCHEMA = "dagster"
 READ_ONLY_OPTION = "-cdefault_transaction_read_only=on"
+
+EMBEDDED_STORE_OPTION = "-cbackend_flush_after=512kB"
+"""The knowledge store's sessions on the embedded server ask the kernel to start writing out what
+they write every 512 kB. A bulk load (``COPY``) writes its own dirty pages from a small ring of
+buffers, into the kernel's cache, and the server stops at the end of each command with a
+checkpoint that must sync every file they touched: after a full index of Django (553 files),
+0.26-0.27 s of sync before ``kb index`` could exit, 0.07-0.09 s with this (three runs each; the
+same pages are written either way, only sooner). Only for the embedded server, which knowbase
+stops; a server named by ``KB_DB_URL`` is its administrator's to tune."""
 CONNECT_TIMEOUT_S = 10
 _REPO_KEY = re.compile(r"^[a-z0-9_]{1,40}$")
 
@@ -94,7 +103,7 @@ def open_store(settings: Settings, repo_key: str, *, read_only: bool = False, mi
         url = parse_store_url(settings.db_url)
     else:
         server = _start_embedded(settings.kb_home / "pg")
-        url = make_url(server.uri(f"kb_{repo_key}"))
+        url = with_options(make_url(server.uri(f"kb_{repo_key}")), EMBEDDED_STORE_OPTION)
     try:
         return _open(url, server, read_only=read_only, migrate=migrate)
     except BaseException:
