@@ -39,6 +39,10 @@ class LastBlobs(Generic[T]):
         self._scope, self._known = scope, found
         return found
 
+    def holds(self, engine: Engine) -> bool:
+        """Whether answers about some blobs of ``engine``'s store are kept."""
+        return self._scope == (str(engine.url), parser_version()) and bool(self._known)
+
     def forget(self) -> None:
         """Keep nothing: the next ``get`` fetches every blob."""
         self._scope, self._known = None, {}
