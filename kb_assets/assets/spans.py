@@ -7,7 +7,6 @@ from kb_assets.assets.launched import adopt_launched_run
 from kb_assets.core.ids import NORMALIZATION_VERSION
 from kb_assets.core.spans import LANG
 from kb_assets.indexing.extract import start_ahead
-from kb_assets.indexing.load import preload
 from kb_assets.indexing.parse import parse_commit
 from kb_assets.partitions import commits
 from kb_resources.resources import KnowbaseResource
@@ -26,8 +25,6 @@ def code_spans(
     """Spans (modules, classes, functions, imports, assignments) of the commit; new blobs only are parsed."""
     adopt_launched_run(context)
     sha, full = context.partition_key, config.full
-    if not full:  # a forced parse writes, and decodes ahead, every blob anew
-        preload(kb.engine(), sha, workers=kb.workers)  # the cached blobs' facts, for the load after
     stats = parse_commit(kb.git(), kb.engine(), sha, limits=kb.limits(), workers=kb.workers, force=full)
     context.log.info(f"{stats.files} files: {stats.parsed} parsed, {stats.reused} reused; {stats.gaps} gaps")
     ahead = start_ahead(kb.git(), kb.engine(), sha, limits=kb.limits(), workers=kb.workers)

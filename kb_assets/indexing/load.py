@@ -17,7 +17,6 @@ from kb_assets.core.modules import map_modules
 from kb_assets.core.program import CONFIG_FILES, Program, SourceFile
 from kb_assets.core.spans import ParseLimits
 from kb_assets.indexing import predecode
-from kb_assets.indexing.last_blobs import LastBlobs
 from kb_assets.indexing.parse import ensure_parsed, forget_parsed, take_parsed
 from kb_resources.git.files import read_path
 from kb_resources.git.repo import GitRepo
@@ -27,8 +26,9 @@ from kb_resources.store.reads import CachedBlob
 _last: tuple[tuple[str, str, str], Program] | None = None
 
 _Loaded = predecode.Loaded
-_blobs: LastBlobs[_Loaded] = LastBlobs()
-"""(spans, decoded facts) of the last program's blobs (``last_blobs``)."""
+_blobs = predecode.kept
+"""(spans, decoded facts) of the last program's blobs (``last_blobs``), kept in ``predecode``,
+which reads nothing ahead for a process that keeps them."""
 
 
 def load_program(repo: GitRepo, engine: Engine, sha: str, *, limits: ParseLimits, workers: int) -> Program:
@@ -76,23 +76,6 @@ def _load_blobs(
         return {**decoded, **loaded}
 
     return _blobs.get(engine, blob_ids, fetch)
-
-
-def preload(engine: Engine, sha: str, *, workers: int) -> bool:
-    """Start reading and decoding, in a thread, the cached parses of the commit's blobs that this
-    process does not keep (``predecode.start_reading``), for the load after the parse step: a
-    process that loads its first program (a cold ``kb index`` of a one-file commit: Django's
-    2,823 cached blobs, ~0.9 s) does it while the step parses the new blobs and its checks run.
-    Not in a process that keeps the last commit's blobs (``kb watch`` after its first commit),
-    whose load fetches only the few a commit changes. Whether it started."""
-    if not predecode.wanted(workers) or _blobs.holds(engine):
-        return False
-    with engine.connect() as conn:
-        ids = sorted({f.blob_id for f in reads.commit_files(conn, sha) if f.mode in READABLE_MODES})
-        if len(ids) < predecode.PREDECODE_MIN_BLOBS:
-            return False
-        cached = sorted(reads.parsed_blob_ids(conn, parser_version(), ids))
-    return predecode.start_reading(engine, cached, workers=workers)
 
 
 def last_program() -> Program | None:

@@ -56,14 +56,19 @@ def ensure_parsed(
     workers: int,
     force: bool = False,
     keep: bool = True,
+    read_ahead: bool = False,
 ) -> set[str]:
     """Parse and cache every blob not cached yet (all of them when ``force``); returns those parsed.
     With ``keep``, what was written stays in memory for the load that follows (``_written``); a
-    process that loads no program after its parse (``preparse``) passes ``keep=False``."""
+    process that loads no program after its parse (``preparse``) passes ``keep=False``. With
+    ``read_ahead`` (the parse step's, not the load's own), the blobs cached already are read and
+    decoded for that load meanwhile (``predecode.start_reading``)."""
     pv = parser_version()
     with engine.connect() as conn:
         cached = reads.parsed_blob_ids(conn, pv, blob_ids)
     todo = blob_ids if force else [b for b in blob_ids if b not in cached]
+    if read_ahead and not force:  # a forced parse writes, and decodes ahead, every blob anew
+        predecode.start_reading(engine, [b for b in blob_ids if b in cached], workers=workers)
     # Asked even with nothing to do: a head start of blobs another process cached meanwhile is
     # stopped here, not left parsing beside the whole run.
     started = head_start.take(engine, todo, limits)
@@ -155,7 +160,9 @@ def parse_commit(
         files = reads.commit_files(conn, sha)
     readable = [f for f in files if f.mode in READABLE_MODES]
     blob_ids = sorted({f.blob_id for f in readable})
-    parsed_now = ensure_parsed(repo, engine, blob_ids, limits=limits, workers=workers, force=force)
+    parsed_now = ensure_parsed(
+        repo, engine, blob_ids, limits=limits, workers=workers, force=force, read_ahead=True
+    )
     with engine.connect() as conn:
         blobs = _summaries.get(engine, blob_ids, partial(reads.blob_summaries, conn, parser_version()))
         digest = reads.occurrence_digest(conn, sha, parser_version()) or NO_OCCURRENCES
