@@ -58,18 +58,15 @@ class _Decoding:
     def __init__(self, scope: tuple[str, str], source: Source) -> None:
         self.scope = scope
         self.found: dict[str, Loaded] = {}
-        self._source: Source | None = source
-        self.thread = threading.Thread(target=self._run, name="kb-predecode")
+        self.thread = threading.Thread(target=self._run, args=(source,), name="kb-predecode")
 
-    def _run(self) -> None:
+    def _run(self, source: Source) -> None:
         found: dict[str, Loaded] = {}
         try:
-            for blob_id, spans, facts in self._source() if self._source is not None else ():
+            for blob_id, spans, facts in source():
                 found[blob_id] = (spans, decode_facts(facts) if spans else {})
         except Exception:  # the load decodes these blobs again, and raises then
             return
-        finally:
-            self._source = None
         self.found = found
 
 
