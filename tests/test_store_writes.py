@@ -167,6 +167,8 @@ def test_orphans_counts_grounding_without_an_occurrence(
         publish(conn, SHA1, [item, fine])
         assert reads.orphans(conn, SHA1)["grounding_without_occurrence"] == 1
         assert reads.ungrounded_staged(conn, SHA1, "test", PARSER_VERSION) == [item.artifact_id]
+        # The large-set plan's own settings do not outlive the read.
+        assert conn.exec_driver_sql("SHOW enable_mergejoin").scalar() == "on"
         counts = [row for batch in reads.staged_grounding_batches(conn, SHA1, "test") for row in batch]
         assert counts == sorted([(item.artifact_id, "call:lost", 1), (fine.artifact_id, "call:alpha", 1)])
         lost = next(r for r in reads.snapshot_records(conn, SHA1) if r.logical_key == "call:lost")
