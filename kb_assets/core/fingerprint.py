@@ -10,10 +10,14 @@ live in ``normalize`` (and ``literals``, ``quirks``); this module is the walk.
 The walk never recurses into the tree (a 3,000-deep expression is fine) and visits each node once.
 On the way it records marks (node plus ``[start, end)`` token range) for definitions, imports and
 module-level assignment statements; ``spans`` turns marks into spans and hashes each mark's slice.
+It also keeps the nodes of the kinds it is asked for (``tokenize(keep=...)``), in document order,
+so that a collector needs no second pass over the tree (``callgraph.walked``); keeping them
+changes no token.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +25,9 @@ from tree_sitter import Node, TreeCursor
 
 from kb_assets.core import normalize as rules
 from kb_assets.core.normalize import CLOSE, DROP, KEEP, NAMED, SPECIAL, TEXT, TRANSPARENT
+
+KEPT = max(DROP, NAMED, TEXT, KEEP, TRANSPARENT, SPECIAL) + 1
+"""The action of a plain named kind whose nodes the walk also keeps (``tokenize(keep=...)``)."""
 
 SEPARATOR = b"\n"
 """Joins tokens into the hashed bytes; only length-prefixed literal tokens may contain it."""
@@ -37,28 +44,37 @@ class TokenStream:
 
     tokens: list[bytes]
     marks: list[tuple[Node, int, int]]
+    kept: list[Node] | None = None
+    """The nodes of the kinds asked for, in document order; None when some subtree was not walked
+    (absurd nesting, ``Walker.subwalk``), so that the caller finds them another way."""
 
     def fingerprint(self, start: int = 0, end: int | None = None) -> bytes:
         """The bytes that identify the token range ``[start, end)`` (one span's subtree)."""
         return SEPARATOR.join(self.tokens[start:end])
 
 
-def tokenize(root: Node, source: bytes) -> TokenStream:
-    """Walk ``root`` once and return its normalized token stream and marks."""
-    walker = Walker(root, source)
+def tokenize(root: Node, source: bytes, keep: frozenset[int] = frozenset()) -> TokenStream:
+    """Walk ``root`` once and return its normalized token stream and marks, and the nodes whose
+    kind id is in ``keep``."""
+    walker = Walker(root, source, keep)
     walker.run(root)
     marks = [(node, start, walker.mark_ends[i]) for i, (node, start) in enumerate(walker.marks)]
-    return TokenStream(walker.tokens, marks)
+    kept = walker.kept if keep and walker.complete else None
+    return TokenStream(walker.tokens, marks, kept)
 
 
 class Walker:
     """The state of one walk; the handlers in ``normalize.HANDLERS`` use the helpers below."""
 
-    def __init__(self, root: Node, source: bytes) -> None:
+    def __init__(self, root: Node, source: bytes, keep: frozenset[int] = frozenset()) -> None:
         self.src = source
         self.cur: TreeCursor = root.walk()
         self.acts = rules.ACTIONS.copy()  # per walk: a def arms its body block, see enter_def
         self.opens = rules.OPENS
+        self.handlers = rules.HANDLERS
+        self.keep, self.kept, self.complete = keep, list[Node](), True
+        if keep:
+            self._keep_kinds(keep)
         self.tokens: list[bytes] = []
         self.marks: list[tuple[Node, int]] = []
         self.mark_ends: list[int] = []
@@ -78,8 +94,8 @@ class Walker:
     def run(self, root: Node) -> None:  # noqa: PLR0912  (one flat loop: a call per node costs ~20%)
         """Emit the tokens of ``root``'s subtree. This loop is the hot path of the whole indexer."""
         cur = self.cur = root.walk()
-        acts, opens, handlers, src, close = self.acts, self.opens, rules.HANDLERS, self.src, self.close
-        emit, push, pop = self.tokens.append, self.frames.append, self.frames.pop
+        acts, opens, handlers, src, close = self.acts, self.opens, self.handlers, self.src, self.close
+        emit, push, pop, kept = self.tokens.append, self.frames.append, self.frames.pop, self.kept.append
         while True:
             node: Node = cur.node  # type: ignore[assignment]  # never None on a live cursor
             kid = node.kind_id
@@ -100,6 +116,13 @@ class Walker:
                 if cur.goto_first_child():
                     push(None)
                     continue
+            elif act == KEPT:
+                kept(node)
+                emit(opens[kid])
+                if cur.goto_first_child():
+                    push(close)
+                    continue
+                emit(CLOSE)
             elif handlers[kid](self, node):
                 continue
             while not cur.goto_next_sibling():
@@ -110,6 +133,25 @@ class Walker:
                     emit(CLOSE)
                 elif frame is not None:
                     frame()
+
+    def _keep_kinds(self, keep: frozenset[int]) -> None:
+        """Plain named kinds to keep get ``KEPT``; kinds with a handler keep through a wrapper."""
+        handlers = list(self.handlers)
+        for kid in keep:
+            if kid in rules.BLOCK or kid in rules.EXPRESSION_STATEMENT:
+                raise ValueError(f"the walk re-arms kind {kid}: it cannot keep its nodes")
+            if self.acts[kid] == NAMED:
+                self.acts[kid] = KEPT
+            elif self.acts[kid] == SPECIAL:
+                handlers[kid] = functools.partial(_keeping, handlers[kid])
+            else:
+                raise ValueError(f"kind {kid} is not a named node the walk enters")
+        self.handlers = handlers
+
+    def found(self, node: Node) -> None:
+        """Keep ``node`` if its kind is kept: for a handler that emits a node without visiting it."""
+        if node.kind_id in self.keep:
+            self.kept.append(node)
 
     # -- frames: run when the walk leaves the node that pushed them --------------------------
     def _close(self) -> None:
@@ -218,8 +260,15 @@ class Walker:
         try:
             if self.nested_walks > _MAX_NESTED_WALKS:  # absurd nesting: keep the text, no recursion
                 self.tokens.append(b"`" + self.src[node.start_byte : node.end_byte])
+                self.complete = False
             else:
                 self.run(node)
         finally:
             self.nested_walks -= 1
             self.cur = outer
+
+
+def _keeping(handler: Callable[[Walker, Node], bool], walker: Walker, node: Node) -> bool:
+    """A kind's handler that also keeps its node (``Walker._keep_kinds``)."""
+    walker.kept.append(node)
+    return handler(walker, node)

@@ -61,6 +61,7 @@ def on_conditional(w: Walker, node: Node) -> bool:
     name, value = first.child_by_field_name("name"), first.child_by_field_name("value")
     if name is None or value is None:
         return w.descend(node, w.close)
+    w.found(first)  # emitted here, never visited: kept all the same
     w.tokens.append(w.opens[first.kind_id])
     w.subwalk(name)
     w.tokens += (b"`:=", w.opens[node.kind_id])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from kb_assets.core import treesitter as ts
+from kb_assets.core.callgraph import walked
 from kb_assets.core.fingerprint import TokenStream, tokenize
 from kb_assets.core.ids import span_hasher
 from kb_assets.core.models import Gap, Span, SpanKind
@@ -46,12 +47,15 @@ _DEFAULT_LIMITS = ParseLimits()
 
 @dataclass(frozen=True)
 class ParsedSource:
-    """A successfully parsed blob: source, tree and its spans (pre-order; ordinal = index)."""
+    """A successfully parsed blob: source, tree and its spans (pre-order; ordinal = index), and
+    the nodes the call-graph collector looks at, kept by the fingerprint walk (``walked.KINDS``,
+    document order; None when that walk could not keep them all)."""
 
     source: bytes
     root: Node
     spans: tuple[Span, ...]
     span_nodes: tuple[Node, ...]
+    walked: list[Node] | None = None
 
     def text(self, node: Node) -> str:
         """The UTF-8 text of a node (sliced from the source, never via the binding)."""
@@ -88,8 +92,9 @@ def parse_source(
     root = tree.root_node
     if root.has_error:
         return None, (_syntax_gap(root, data),)
-    spans, nodes = _build_spans(root, data, tokenize(root, data))
-    return ParsedSource(data, root, spans, nodes), ()
+    stream = tokenize(root, data, walked.KINDS)
+    spans, nodes = _build_spans(root, data, stream)
+    return ParsedSource(data, root, spans, nodes, stream.kept), ()
 
 
 def _precheck(data: bytes, limits: ParseLimits) -> Gap | None:

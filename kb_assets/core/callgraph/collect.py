@@ -16,7 +16,9 @@ Facts of one blob (JSON; spans by ordinal; nothing resolved)::
 
 ``expr`` is an expression string (``exprs``); binds also use ``import:a.b``, ``from:..m:x`` and
 ``with:expr`` (a ``with ... as`` target). Module-level bindings are the symbol table's business and
-are not repeated here. One tree-sitter query (no text predicates) finds every node of interest.
+are not repeated here. One tree-sitter query (no text predicates) defines every node of interest;
+its matches are rebuilt from the nodes the parse's fingerprint walk kept (``walked``), and the
+query itself runs only where that walk could not keep them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from kb_assets.core.callgraph.bindings import Bindings
 from kb_assets.core.callgraph.exprs import callee_text
 from kb_assets.core.callgraph.sites import call_extra, decorator_sites, main_guards
 from kb_assets.core.callgraph.skeleton import Match, Skeleton
+from kb_assets.core.callgraph.walked import matches
 from kb_assets.core.models import JSON
 
 if TYPE_CHECKING:
@@ -45,7 +48,8 @@ def collect_calls(source: ParsedSource) -> JSON:
     decorators: list[Match] = []
     calls: list[Match] = []
     rest: list[tuple[int, Match]] = []
-    for pattern, match in ts.matches(ts.query("calls"), source.root):
+    found = ts.matches(ts.query("calls"), source.root) if source.walked is None else matches(source.walked)
+    for pattern, match in found:
         if pattern == _CALLS:
             calls.append(match)
         elif pattern in _DEFINITIONS:
