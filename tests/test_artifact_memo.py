@@ -18,6 +18,7 @@ from kb_assets.core.errors import GroundingError
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.extractors.imports import ImportsExtractor
 from kb_assets.core.grounding import ArtifactBuilder
+from kb_assets.core.ids import artifact_id, canonical_json
 from kb_assets.core.models import JSON, Grounding, Method
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits
@@ -69,6 +70,27 @@ def test_an_equal_draft_is_recalled_with_the_id_a_build_gives_it() -> None:
     assert recalled.grounding == plain.grounding
     assert memo.recalled == {first}
     assert memo.lesson().learned == {}
+
+
+def test_a_built_artifact_carries_the_payload_text_its_id_was_made_from() -> None:
+    """A build hands the store the payload's canonical JSON, the very text hashed into the id (the
+    id is what ``ids.artifact_id`` gives, which encodes the payload itself); a recalled draft,
+    whose id was not made now, carries none, and the text is no part of an artifact's equality."""
+    program = program_from_files(FILES)
+    payload: dict[str, JSON] = {"name": "Order", "fields": ["a", {"b": 1, "a": [2.5, None]}]}
+    memo, _ = _remembering(program, _draft(program, payload))
+    built, _ = _builder(program, None)(_draft(program, payload))
+    assert built.payload_json == canonical_json(payload)
+    assert built.artifact_id == artifact_id(
+        logical_key="probe:order",
+        extractor_id="probe",
+        extractor_version="1",
+        grounding=built.grounding,
+        payload=payload,
+    )
+    recalled, _ = _builder(program, memo)(_draft(program, payload))
+    assert recalled.payload_json is None
+    assert recalled == built
 
 
 @pytest.mark.parametrize(

@@ -175,6 +175,22 @@ def test_orphans_counts_grounding_without_an_occurrence(
     assert lost.grounding[0].start_line is None
 
 
+def test_an_artifacts_payload_text_is_stored_as_given(store: Store) -> None:
+    """The row takes the payload's canonical JSON the builder made for the id (``payload_json``)
+    as it is, and encodes the payload itself only for an artifact without one."""
+    given = grounded("call:given", [Grounding(ALPHA.span_id, "m.py", "caller")], payload={"n": 1})
+    plain = grounded("call:plain", [Grounding(BETA.span_id, "m.py", "caller")], payload={"n": 2})
+    # A text that differs from the payload shows which one the row was made from.
+    given = dataclasses.replace(given, payload_json='{"n":3}')
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA]})
+        assert writes.insert_artifacts(conn, [given, plain]) == 2
+        stored: dict[str, object] = dict(
+            conn.execute(sa.text("SELECT logical_key, payload FROM artifact")).all()
+        )
+    assert stored == {"call:given": {"n": 3}, "call:plain": {"n": 2}}
+
+
 def test_insert_artifacts_sends_only_what_is_not_stored(store: Store) -> None:
     """A batch that mixes stored and new artifacts writes the new ones with all their grounding and
     leaves the stored ones' rows as they were; ``stored_keys`` tells the two apart."""

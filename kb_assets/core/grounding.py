@@ -12,7 +12,7 @@ from collections.abc import Container, Iterable, Iterator
 from kb_assets.core.artifact_memo import ArtifactMemo, Known, payload_bytes
 from kb_assets.core.errors import DraftKindError, GroundingError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft
-from kb_assets.core.ids import ArtifactIds, GroundingRow
+from kb_assets.core.ids import ArtifactIds, GroundingRow, canonical_json
 from kb_assets.core.models import Artifact, Grounding, Method
 from kb_assets.core.program import Program
 from kb_assets.core.program_memo import PerProgram
@@ -156,7 +156,7 @@ class ArtifactBuilder:
         a kind other than ``kind``."""
         if self.kind is not None and draft.kind != self.kind:
             raise DraftKindError(self.extractor_id, self.kind, draft.kind, draft.logical_key)
-        artifact_id, grounding = self._identified(draft)
+        artifact_id, grounding, payload_json = self._identified(draft)
         key = (draft.kind, draft.logical_key)
         known = self.seen.get(key)
         if known is None:
@@ -173,30 +173,34 @@ class ArtifactBuilder:
             confidence=draft.confidence,
             payload=draft.payload,
             grounding=grounding,
+            payload_json=payload_json,
         )
         return art, known is None
 
-    def _identified(self, draft: Draft) -> tuple[str, tuple[Grounding, ...]]:
+    def _identified(self, draft: Draft) -> tuple[str, tuple[Grounding, ...], str | None]:
         """The draft's id and checked grounding: remembered by the memo (the grounding checked
-        against this commit's occurrences all the same), else made."""
+        against this commit's occurrences all the same), else made, with the payload's canonical
+        JSON text that went into the id (for the store's row)."""
         memo = self.memo
         payload = payload_bytes(draft.payload) if memo is not None else None
         known = memo.recall(draft, payload) if memo is not None else None
         if known is not None:
             _occurring(known.rows, draft.logical_key, self.occurrences)
-            return known.artifact_id, known.checked
+            return known.artifact_id, known.checked, None
         rows, grounding = _checked(draft, self.occurrences)
+        payload_json = canonical_json(draft.payload)
         artifact_id = self.ids.of_rows(
             rows,
             logical_key=draft.logical_key,
             extractor_id=self.extractor_id,
             extractor_version=self.extractor_version,
             payload=draft.payload,
+            payload_json=payload_json,
         )
         if memo is not None and payload is not None:
             learned = Known(draft.grounding, payload, draft.confidence, tuple(rows), grounding, artifact_id)
             memo.learn(draft, learned)
-        return artifact_id, grounding
+        return artifact_id, grounding, payload_json
 
     def each(self, drafts: Iterable[Draft]) -> Iterator[Artifact]:
         """The artifact of each (kind, logical key) once, in draft order (a repeated draft with the

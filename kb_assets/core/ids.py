@@ -135,8 +135,11 @@ class ArtifactIds:
     def __init__(self) -> None:
         self._texts: dict[GroundingRow, str] = {}
 
-    def content_digest(self, payload: Mapping[str, JSON], rows: list[GroundingRow]) -> str:
-        """``content_digest`` of sorted, de-duplicated rows."""
+    def content_digest(
+        self, payload: Mapping[str, JSON], rows: list[GroundingRow], payload_json: str | None = None
+    ) -> str:
+        """``content_digest`` of sorted, de-duplicated rows; ``payload_json``: the payload's
+        ``canonical_json`` text, if the caller made it already."""
         texts = self._texts
         parts = []
         for row in rows:
@@ -144,7 +147,8 @@ class ArtifactIds:
             if text is None:
                 text = texts[row] = _CANONICAL.encode(list(row))
             parts.append(text)
-        body = '{"grounding":[' + ",".join(parts) + '],"payload":' + _CANONICAL.encode(payload) + "}"
+        text = _CANONICAL.encode(payload) if payload_json is None else payload_json
+        body = '{"grounding":[' + ",".join(parts) + '],"payload":' + text + "}"
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
     def of_rows(
@@ -157,9 +161,11 @@ class ArtifactIds:
         payload: Mapping[str, JSON],
         prompt_version: str | None = None,
         model_id: str | None = None,
+        payload_json: str | None = None,
     ) -> str:
         """``artifact_id`` of grounding rows already de-duplicated and sorted (``grounding_rows``;
-        ``build_artifacts`` has them from its own check and need not sort them twice)."""
+        ``build_artifacts`` has them from its own check and need not sort them twice);
+        ``payload_json`` as for ``content_digest``."""
         if not rows:
             raise GroundingError(logical_key)
         # The rows are sorted by span id first, so their distinct span ids come out sorted (str
@@ -181,7 +187,7 @@ class ArtifactIds:
                 _SEP,
                 span_ids,
                 _SEP,
-                self.content_digest(payload, rows).encode("ascii"),
+                self.content_digest(payload, rows, payload_json).encode("ascii"),
             )
         )
         return hashlib.sha256(hashed).hexdigest()

@@ -165,7 +165,7 @@ def insert_artifacts(
                 a.extractor_version,
                 str(a.method),
                 a.confidence,
-                canonical_json(dict(a.payload)),
+                canonical_json(dict(a.payload)) if a.payload_json is None else a.payload_json,
                 a.prompt_version,
                 a.model_id,
             )
