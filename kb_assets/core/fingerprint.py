@@ -45,8 +45,9 @@ class TokenStream:
     tokens: list[bytes]
     marks: list[tuple[Node, int, int]]
     kept: list[Node] | None = None
-    """The nodes of the kinds asked for, in document order; None when some subtree was not walked
-    (absurd nesting, ``Walker.subwalk``), so that the caller finds them another way."""
+    """The nodes of the kinds asked for, in document order; None when none were asked for, or when
+    some subtree was not walked (absurd nesting, ``Walker.subwalk``): the caller then finds them
+    another way."""
 
     def fingerprint(self, start: int = 0, end: int | None = None) -> bytes:
         """The bytes that identify the token range ``[start, end)`` (one span's subtree)."""
