@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from kb_assets.core.errors import KbError
+from kb_resources.store import early_start
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -126,6 +127,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+STORE_COMMANDS = frozenset(
+    {"index", "parse", "export", "spans", "show", "status", "migrate", "watch", "verify"}
+    | {"describe", "mine", "diff", "embed"}
+)
+"""The commands that open the store first thing (``session.open_session``)."""
+
+
+def _store_soon(argv: Sequence[str]) -> None:
+    """Have the embedded server started while the command's modules are imported
+    (``early_start``), for a store command that names no other store."""
+    if not argv or argv[0] not in STORE_COMMANDS:
+        return
+    if any(a == "--db-url" or a.startswith("--db-url=") for a in argv):
+        return
+    from kb_resources.settings import load_settings
+
+    settings = load_settings()
+    if settings.db_url is None:
+        early_start.start_soon(settings.kb_home / "pg")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kb`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -133,6 +155,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kb_mcp.cli import main as serve_main
 
         return serve_main(argv[1:])
+    _store_soon(argv)
+    try:
+        return _dispatch(argv)
+    finally:
+        early_start.settle()  # an early start the command did not take ends here, not in the exit
+
+
+def _dispatch(argv: Sequence[str]) -> int:
+    """Parse ``argv`` and run its command, mapping every expected failure to its exit code."""
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     try:

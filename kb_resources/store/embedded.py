@@ -12,6 +12,7 @@ dead server never costs pg_ctl's one-minute shutdown wait.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import subprocess
@@ -25,6 +26,7 @@ from urllib.parse import quote
 import psutil
 from sqlalchemy.engine import URL
 
+from kb_resources.store import early_start
 from kb_resources.store.target import DAGSTER_SESSION_OPTION
 
 POSTGRES_USER = "postgres"
@@ -113,8 +115,18 @@ class EmbeddedServer:
 
     @classmethod
     def start(cls, pgdata: Path) -> EmbeddedServer:
-        """Start (or join) the server of ``pgdata``, repairing what killed processes left behind."""
+        """Start (or join) the server of ``pgdata``, repairing what killed processes left behind;
+        a start made ahead for it (``early_start``) is taken instead, unless it failed."""
         pgdata = pgdata.expanduser().resolve()
+        ahead = early_start.take(pgdata)
+        if ahead is not None:
+            with contextlib.suppress(Exception):  # started again below, which reports the failure
+                return ahead.result()
+        return cls.start_now(pgdata)
+
+    @classmethod
+    def start_now(cls, pgdata: Path) -> EmbeddedServer:
+        """``start`` itself, in this thread (``pgdata`` resolved)."""
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         module = _pgserver()
         with _guard:
