@@ -88,6 +88,28 @@ def test_start_and_release_leave_no_postgres_process(tmp_path: Path) -> None:
     assert not psutil.pid_exists(postmaster) or psutil.Process(postmaster).status() == psutil.STATUS_ZOMBIE
 
 
+def test_the_last_release_stops_the_server_by_its_signal_or_else_by_pg_ctl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last release asks the postmaster for a fast shutdown itself and returns once the
+    server has removed its lock file (as pg_ctl waits for); when the signal cannot be sent,
+    pg_ctl stops it."""
+    pgdata = tmp_path / "pg"
+    server = EmbeddedServer.start(pgdata)
+    server.release()
+    assert not (pgdata / "postmaster.pid").exists()
+    assert live_postmasters(pgdata) == []
+
+    def refused(pid: int, sig: int) -> None:
+        raise PermissionError(pid, sig)
+
+    server = EmbeddedServer.start(pgdata)
+    monkeypatch.setattr(os, "kill", refused)
+    server.release()
+    assert not (pgdata / "postmaster.pid").exists()
+    assert live_postmasters(pgdata) == []
+
+
 def test_a_killed_client_does_not_pin_the_server(tmp_path: Path) -> None:
     """A client killed with SIGKILL leaves its pid in .handle_pids.json; the next start prunes it,
     so when that next client releases, the server stops instead of running forever."""

