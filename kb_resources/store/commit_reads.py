@@ -67,7 +67,7 @@ UNGROUNDED_FEW = sa.text(
 # (``NOT EXISTS`` per staged entry) cost the same for the 11k import edges as for the 76k call
 # edges (0.39-0.44 s on a store of one Django commit) and grew with the store; from the staged
 # set, 0.11 s for the import edges and 0.51 s for the call edges. The staged ids that have a
-# grounded row are then found by a hash anti-join (``NO_MERGE_JOIN``), not by sorting both sides
+# grounded row are then found by a hash anti-join (merge joins off), not by sorting both sides
 # (``EXCEPT``, or the merge join the planner takes for ``NOT EXISTS``): it cannot count a fresh
 # sha's staged entries (170 estimated for 76k), so it sorted the call edges' 320k grounded rows:
 # 0.37 s in all, 0.26 s hashed, on a store of one Django commit.
@@ -88,8 +88,6 @@ UNGROUNDED_MANY = sa.text(
     ORDER BY 1
     """
 )
-NO_MERGE_JOIN = sa.text("SET LOCAL enable_mergejoin = off")
-RESET_MERGE_JOIN = sa.text("SET LOCAL enable_mergejoin TO DEFAULT")
 
 
 def staged_count(conn: sa.Connection, sha: str, extractor_id: str) -> int:
@@ -98,12 +96,15 @@ def staged_count(conn: sa.Connection, sha: str, extractor_id: str) -> int:
 
 
 @contextmanager
-def _staged_set_plan(conn: sa.Connection, sha: str, extractor_id: str) -> Iterator[bool]:
-    """Plan a read of a whole staged set by its size; yields whether it is a large one."""
+def _staged_set_plan(
+    conn: sa.Connection, sha: str, extractor_id: str, *, merge_joins: bool = True
+) -> Iterator[bool]:
+    """Plan a read of a whole staged set by its size (``whole_snapshot_plan`` for a large one);
+    yields whether it is a large one."""
     if staged_count(conn, sha, extractor_id) <= FEW_STAGED:
         yield False
         return
-    with whole_snapshot_plan(conn):
+    with whole_snapshot_plan(conn, merge_joins=merge_joins):
         yield True
 
 
@@ -231,14 +232,8 @@ def ungrounded_staged(
     params = {"sha": sha, "extractor_id": extractor_id, "parser_version": parser_version}
     if since is not None:
         return list(conn.scalars(UNGROUNDED_SINCE, {**params, "base": since}))
-    with _staged_set_plan(conn, sha, extractor_id) as many:
-        if not many:
-            return list(conn.scalars(UNGROUNDED_FEW, params))
-        conn.execute(NO_MERGE_JOIN)
-        try:
-            return list(conn.scalars(UNGROUNDED_MANY, params))
-        finally:
-            conn.execute(RESET_MERGE_JOIN)
+    with _staged_set_plan(conn, sha, extractor_id, merge_joins=False) as many:
+        return list(conn.scalars(UNGROUNDED_MANY if many else UNGROUNDED_FEW, params))
 
 
 def _staged_or_new(sha: str, extractor_id: str, since: str | None) -> sa.Subquery:

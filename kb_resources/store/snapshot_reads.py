@@ -50,20 +50,25 @@ ORPHAN_QUERY = sa.text(
 
 
 @contextmanager
-def whole_snapshot_plan(conn: sa.Connection) -> Iterator[None]:
-    """Plan the enclosed whole-snapshot reads with hash joins, never nested loops.
+def whole_snapshot_plan(conn: sa.Connection, *, merge_joins: bool = True) -> Iterator[None]:
+    """Plan the enclosed whole-snapshot reads with hash joins, never nested loops (nor merge
+    joins, with ``merge_joins=False``).
 
     Right after a commit is published its sha is absent from the planner's statistics, which then
     estimates one row per sha and picks nested loops over the ``span_occurrence`` view: minutes
     instead of milliseconds on a Django-sized snapshot. A read of a whole snapshot always wants
     hash joins, so it says so instead of paying an ``ANALYZE`` of large tables on every publish;
-    and 64 MB of ``work_mem`` keeps its hashes and sorts (tens of MB on Django) off disk.
+    and 64 MB of ``work_mem`` keeps its hashes and sorts (tens of MB on Django) off disk. The same
+    missing estimate makes a merge join look cheap, sorting hundreds of thousands of rows; a read
+    measured faster without (``commit_reads.UNGROUNDED_MANY``) turns them off too.
     """
-    conn.execute(sa.text("SET LOCAL enable_nestloop = off; SET LOCAL work_mem = '64MB'"))
+    merge = "" if merge_joins else "; SET LOCAL enable_mergejoin = off"
+    conn.execute(sa.text(f"SET LOCAL enable_nestloop = off; SET LOCAL work_mem = '64MB'{merge}"))
     try:
         yield
     finally:
-        conn.execute(sa.text("SET LOCAL enable_nestloop TO DEFAULT; SET LOCAL work_mem TO DEFAULT"))
+        reset = "" if merge_joins else "; SET LOCAL enable_mergejoin TO DEFAULT"
+        conn.execute(sa.text(f"SET LOCAL enable_nestloop TO DEFAULT; SET LOCAL work_mem TO DEFAULT{reset}"))
 
 
 class GroundingLine(NamedTuple):
