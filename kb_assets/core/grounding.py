@@ -194,7 +194,6 @@ class ArtifactBuilder:
             logical_key=draft.logical_key,
             extractor_id=self.extractor_id,
             extractor_version=self.extractor_version,
-            payload=draft.payload,
             payload_json=payload_json,
         )
         if memo is not None and payload is not None:

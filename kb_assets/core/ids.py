@@ -83,7 +83,7 @@ def content_digest(payload: Mapping[str, JSON], grounding: Iterable[Grounding]) 
     Folding this into the artifact id makes "same id, different payload" impossible by
     construction, even when a payload names dotted paths that follow a file move.
     """
-    return ArtifactIds().content_digest(payload, grounding_rows(grounding))
+    return ArtifactIds().content_digest(canonical_json(payload), grounding_rows(grounding))
 
 
 def artifact_id(
@@ -106,7 +106,7 @@ def artifact_id(
         logical_key=logical_key,
         extractor_id=extractor_id,
         extractor_version=extractor_version,
-        payload=payload,
+        payload_json=canonical_json(payload),
         prompt_version=prompt_version,
         model_id=model_id,
     )
@@ -135,11 +135,9 @@ class ArtifactIds:
     def __init__(self) -> None:
         self._texts: dict[GroundingRow, str] = {}
 
-    def content_digest(
-        self, payload: Mapping[str, JSON], rows: list[GroundingRow], payload_json: str | None = None
-    ) -> str:
-        """``content_digest`` of sorted, de-duplicated rows; ``payload_json``: the payload's
-        ``canonical_json`` text, if the caller made it already."""
+    def content_digest(self, payload_json: str, rows: list[GroundingRow]) -> str:
+        """``content_digest`` of the payload's ``canonical_json`` text and sorted, de-duplicated
+        rows (the caller keeps the text: the store's row is made of it)."""
         texts = self._texts
         parts = []
         for row in rows:
@@ -147,8 +145,7 @@ class ArtifactIds:
             if text is None:
                 text = texts[row] = _CANONICAL.encode(list(row))
             parts.append(text)
-        text = _CANONICAL.encode(payload) if payload_json is None else payload_json
-        body = '{"grounding":[' + ",".join(parts) + '],"payload":' + text + "}"
+        body = '{"grounding":[' + ",".join(parts) + '],"payload":' + payload_json + "}"
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
     def of_rows(
@@ -158,14 +155,13 @@ class ArtifactIds:
         logical_key: str,
         extractor_id: str,
         extractor_version: str,
-        payload: Mapping[str, JSON],
+        payload_json: str,
         prompt_version: str | None = None,
         model_id: str | None = None,
-        payload_json: str | None = None,
     ) -> str:
         """``artifact_id`` of grounding rows already de-duplicated and sorted (``grounding_rows``;
-        ``build_artifacts`` has them from its own check and need not sort them twice);
-        ``payload_json`` as for ``content_digest``."""
+        ``build_artifacts`` has them from its own check and need not sort them twice), and of the
+        payload's ``canonical_json`` text."""
         if not rows:
             raise GroundingError(logical_key)
         # The rows are sorted by span id first, so their distinct span ids come out sorted (str
@@ -187,7 +183,7 @@ class ArtifactIds:
                 _SEP,
                 span_ids,
                 _SEP,
-                self.content_digest(payload, rows, payload_json).encode("ascii"),
+                self.content_digest(payload_json, rows).encode("ascii"),
             )
         )
         return hashlib.sha256(hashed).hexdigest()

@@ -149,4 +149,4 @@ class Artifact:
     model_id: str | None = None
     payload_json: str | None = field(default=None, compare=False, repr=False)
     """``canonical_json(payload)``, when the builder made it for the id: the store's row takes it
-    as it is instead of encoding the payload a second time (Django's 88k payloads: ~0.3 s)."""
+    as it is instead of encoding the payload a second time (Django's 88k payloads: 0.20 s)."""
