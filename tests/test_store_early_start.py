@@ -14,6 +14,7 @@ import pytest
 from kb_assets.cli import main as cli_main
 from kb_resources.store import early_start
 from kb_resources.store.embedded import EmbeddedServer
+from tests.kbfixtures import KbEnv
 from tests.storefixtures import live_postmasters
 
 START_SOON_AND_LEAVE = """
@@ -97,18 +98,10 @@ def test_a_kb_command_that_fails_before_the_store_leaves_no_server(tmp_path: Pat
     server running about every other time."""
     home = tmp_path / "home"
     pgdata = _initialized(home)
-    env = {k: v for k, v in os.environ.items() if k not in ("KB_DB_URL", "DAGSTER_HOME")}
-    env["KB_HOME"] = str(home)
+    env = KbEnv(home=home, db_url="")  # no KB_DB_URL: the embedded store of KB_HOME
     for _ in range(3):
-        proc = subprocess.run(
-            [sys.executable, "-m", "kb_assets.cli.main", "index", str(tmp_path / "nowhere")],
-            check=False,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-        assert proc.returncode == 2, proc.stderr
+        result = env.kb_process("index", tmp_path / "nowhere")
+        assert result.code == 2, result.stderr
         assert live_postmasters(pgdata) == []
         assert _handle_pids(pgdata) == []
 

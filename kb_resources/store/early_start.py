@@ -42,7 +42,6 @@ def start_soon(pgdata: Path) -> None:
         return
     future: Future[EmbeddedServer] = Future()
     _starts[pgdata] = future
-    atexit.register(settle)  # registered first, so it runs after the store's own exit hooks
     threading.Thread(target=_start, args=(pgdata, future), name="kb-store-start", daemon=True).start()
 
 
@@ -68,3 +67,6 @@ def settle() -> None:
         future = _starts.pop(pgdata)
         with contextlib.suppress(Exception):
             future.result(timeout=EXIT_WAIT_S).release()
+
+
+atexit.register(settle)  # at import, before the store's own exit hooks: it runs after them
