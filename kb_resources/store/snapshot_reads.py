@@ -62,13 +62,21 @@ def whole_snapshot_plan(conn: sa.Connection, *, merge_joins: bool = True) -> Ite
     missing estimate makes a merge join look cheap, sorting hundreds of thousands of rows; a read
     measured faster without (``commit_reads.UNGROUNDED_MANY``) turns them off too.
     """
-    merge = "" if merge_joins else "; SET LOCAL enable_mergejoin = off"
-    conn.execute(sa.text(f"SET LOCAL enable_nestloop = off; SET LOCAL work_mem = '64MB'{merge}"))
+    conn.execute(_HASH_JOINS if merge_joins else _HASH_JOINS_ONLY)
     try:
         yield
     finally:
-        reset = "" if merge_joins else "; SET LOCAL enable_mergejoin TO DEFAULT"
-        conn.execute(sa.text(f"SET LOCAL enable_nestloop TO DEFAULT; SET LOCAL work_mem TO DEFAULT{reset}"))
+        conn.execute(_DEFAULT_JOINS)
+
+
+_HASH_JOINS = sa.text("SET LOCAL enable_nestloop = off; SET LOCAL work_mem = '64MB'")
+_HASH_JOINS_ONLY = sa.text(
+    "SET LOCAL enable_nestloop = off; SET LOCAL enable_mergejoin = off; SET LOCAL work_mem = '64MB'"
+)
+_DEFAULT_JOINS = sa.text(
+    "SET LOCAL enable_nestloop TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT;"
+    " SET LOCAL work_mem TO DEFAULT"
+)
 
 
 class GroundingLine(NamedTuple):
