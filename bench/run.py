@@ -29,8 +29,10 @@ repository, and on a fresh embedded store measures, each through the ``kb`` CLI 
   ``bench/embed_search.py`` measures search quality and throughput on a FastAPI application).
 
 CPU and memory are those of the measured process and its children (parse workers, forked
-copies); the PostgreSQL server's own work is not included (it is not a child) and is visible only
-in wall time. Memory is given twice: the peak RSS of the largest single process (``os.wait4``) and
+copies). The embedded PostgreSQL server is not a child (it runs detached, shared by every ``kb``
+process of the store), so its CPU is sampled apart (``ServerCpu``) and printed beside the
+command's: on this 2-core machine the two together bound the wall time from below. Memory is
+given twice: the peak RSS of the largest single process (``os.wait4``) and
 the peak of the whole tree's summed PSS (sampled every 0.1 s), which counts the pages a forked copy
 shares with its parent once and its own pages too.
 Prints figures; asserts nothing.
@@ -74,6 +76,9 @@ class Measured:
     file_mib: float = 0.0
     """File-backed pages (libraries' code, mostly) of the largest process's highest sampled RSS:
     the part of a peak that differs between machines with the same data."""
+    server_cpu: float | None = None
+    """CPU seconds of the embedded PostgreSQL server while the process ran (``ServerCpu``);
+    None when the store is another server (``KB_DB_URL``)."""
 
     def said(self) -> str:
         """The first line the process printed (its summary line), from stdout, else stderr."""
@@ -82,8 +87,9 @@ class Measured:
 
     def line(self, label: str) -> str:
         status = "" if self.code == 0 else f"  (exit {self.code}: {self.stderr.strip().splitlines()[-1:]})"
+        server = "" if self.server_cpu is None else f" + {self.server_cpu:.2f} s server CPU"
         return (
-            f"{label:<34} {self.wall:8.2f} s wall {self.cpu:8.2f} s CPU {self.peak_mib:8.0f} MiB peak"
+            f"{label:<34} {self.wall:8.2f} s wall {self.cpu:8.2f} s CPU{server} {self.peak_mib:8.0f} MiB peak"
             f" ({self.tree_mib:.0f} MiB all processes; {self.file_mib:.0f} MiB of file pages){status}"
         )
 
@@ -130,6 +136,7 @@ def measure(argv: list[str], env: dict[str, str], *, stdout_path: Path | None = 
     scratch = Path(tempfile.mkdtemp(prefix="kb-bench-"))
     out_path = stdout_path or scratch / "stdout"
     err_path = scratch / "stderr"
+    server = ServerCpu(embedded_pgdata(env))
     with out_path.open("w") as out, err_path.open("w") as err:
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
@@ -138,11 +145,98 @@ def measure(argv: list[str], env: dict[str, str], *, stdout_path: Path | None = 
         wall = time.monotonic() - start
         tree_mib = tree.stop()
         file_mib = tree.largest_file / 2**20
+    server_cpu = server.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     stdout, stderr = out_path.read_text(), err_path.read_text()
     shutil.rmtree(scratch)
     cpu = usage.ru_utime + usage.ru_stime
-    return Measured(wall, cpu, usage.ru_maxrss / 1024, proc.returncode, stdout, stderr, tree_mib, file_mib)
+    return Measured(
+        wall, cpu, usage.ru_maxrss / 1024, proc.returncode, stdout, stderr, tree_mib, file_mib, server_cpu
+    )
+
+
+def embedded_pgdata(env: dict[str, str]) -> Path | None:
+    """The embedded server's data directory of a command run with ``env`` (``KB_HOME/pg``, as
+    ``kb_resources.store.engine`` places it); None when ``KB_DB_URL`` names another server."""
+    if env.get("KB_DB_URL") or not env.get("KB_HOME"):
+        return None
+    return Path(env["KB_HOME"]) / "pg"
+
+
+ServerReading = tuple[int, float, dict[int, float]]
+"""One look at a server: the postmaster's pid, its CPU seconds with those of the backends it has
+reaped, and each live child's (backends, checkpointer, WAL writer, ...) own CPU seconds."""
+
+
+def server_reading(pgdata: Path) -> ServerReading | None:
+    """The server of ``pgdata`` as it is now (``ServerReading``); None when none is running."""
+    import psutil
+
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        postmaster = psutil.Process(pid)
+        own = postmaster.cpu_times()
+        children = {}
+        for child in postmaster.children():
+            with contextlib.suppress(psutil.Error):
+                times = child.cpu_times()
+                children[child.pid] = times.user + times.system
+    except (OSError, ValueError, psutil.Error):
+        return None
+    return pid, own.user + own.system + own.children_user + own.children_system, children
+
+
+def server_seconds(first: ServerReading | None, last: ServerReading | None) -> float:
+    """The server's CPU seconds between two readings. A backend reaped in between is counted by
+    the postmaster's total (its whole life: what it had spent by ``first`` is taken off); one
+    still alive by its own time. A postmaster that was not there at ``first`` (the command
+    started the server) or is another one counts from zero."""
+    if last is None:
+        return 0.0
+    pid, total, alive = last
+    if first is None or first[0] != pid:
+        first = (pid, 0.0, {})
+    _, total_before, alive_before = first
+    reaped_before = sum(t for child, t in alive_before.items() if child not in alive)
+    grown = sum(t - alive_before.get(child, 0.0) for child, t in alive.items())
+    return total - total_before - reaped_before + grown
+
+
+class ServerCpu:
+    """The CPU the embedded server spent while a command ran, sampled on a thread every 0.1 s:
+    the postmaster's own time with that of the backends it reaped, and its live children's. What
+    a backend spends in the 0.1 s before it exits, and the server's last work when the command
+    stops it (the shutdown checkpoint), fall after the last sample and are not counted."""
+
+    def __init__(self, pgdata: Path | None) -> None:
+        self.pgdata = pgdata
+        self.first = server_reading(pgdata) if pgdata is not None else None
+        self.last = self.first
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        if pgdata is not None:
+            self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.1):
+            self._look()
+
+    def _look(self) -> None:
+        assert self.pgdata is not None
+        now = server_reading(self.pgdata)
+        if now is not None:
+            if self.last is not None and self.last[0] != now[0]:
+                self.first = None  # a new server: counted from its start
+            self.last = now
+
+    def stop(self) -> float | None:
+        """Stop sampling; the server's CPU seconds (None without an embedded server)."""
+        if self.pgdata is None:
+            return None
+        self._done.set()
+        self._thread.join()
+        self._look()
+        return server_seconds(self.first, self.last)
 
 
 def git(repo: Path, *args: str) -> str:
