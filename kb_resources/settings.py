@@ -49,6 +49,11 @@ class Settings:
     verify_sample: int = 16
     verify_max_files: int = 1000
 
+    @property
+    def embedded_pgdata(self) -> Path:
+        """The embedded PostgreSQL's data directory (the default store when ``db_url`` is None)."""
+        return self.kb_home / "pg"
+
     def with_db_url(self, db_url: str | None) -> Settings:
         """Return a copy that uses ``db_url`` when one is given (the ``--db-url`` flag wins)."""
         return replace(self, db_url=db_url) if db_url else self

@@ -12,7 +12,7 @@ import psutil
 import pytest
 import sqlalchemy as sa
 
-from kb_resources.store.embedded import EmbeddedServer
+from kb_resources.store.embedded import EmbeddedServer, postmaster_pid
 from tests.benchmodules import bench_module
 
 
@@ -37,6 +37,7 @@ def test_a_figure_is_printed_only_for_the_embedded_store(
 ) -> None:
     run = bench_module("run", monkeypatch)
     assert run.embedded_pgdata({"KB_HOME": str(tmp_path)}) == tmp_path / "pg"
+    assert run.embedded_pgdata({"KB_HOME": str(tmp_path), "KB_DB_URL": ""}) == tmp_path / "pg"
     assert run.embedded_pgdata({"KB_HOME": str(tmp_path), "KB_DB_URL": "postgresql://x/y"}) is None
     assert run.ServerCpu(None).stop() is None
     assert run.ServerCpu(tmp_path / "pg").stop() == 0.0  # no server there
@@ -59,7 +60,9 @@ def test_the_cpu_of_a_backend_that_left_is_counted(monkeypatch: pytest.MonkeyPat
             times = backend.cpu_times()
             spent = times.user + times.system
         engine.dispose()
-        postmaster = psutil.Process(int((server.pgdata / "postmaster.pid").read_text().split()[0]))
+        pid = postmaster_pid(server.pgdata)
+        assert pid is not None
+        postmaster = psutil.Process(pid)
         while backend.pid in {child.pid for child in postmaster.children()}:
             time.sleep(0.01)  # reaped: gone from the postmaster's children
         counted = sampler.stop()

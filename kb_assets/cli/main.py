@@ -145,7 +145,7 @@ def _store_soon(argv: Sequence[str]) -> None:
 
     settings = load_settings()
     if settings.db_url is None:
-        early_start.start_soon(settings.kb_home / "pg")
+        early_start.start_soon(settings.embedded_pgdata)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -67,7 +67,7 @@ def _postmaster_lines(pgdata: Path) -> list[str]:
         return []
 
 
-def _postmaster_pid(pgdata: Path) -> int | None:
+def postmaster_pid(pgdata: Path) -> int | None:
     """The pid recorded in ``postmaster.pid`` (None when there is no such file)."""
     lines = _postmaster_lines(pgdata)
     return int(lines[0]) if lines and lines[0].strip().isdigit() else None
@@ -79,7 +79,7 @@ def _clear_stale_postmaster(pgdata: Path) -> None:
     PostgreSQL itself ignores a stale lock only when its pid no longer exists; a zombie still does.
     """
     lines = _postmaster_lines(pgdata)
-    pid = _postmaster_pid(pgdata)
+    pid = postmaster_pid(pgdata)
     if pid is None or _is_alive(pid, "postgres"):
         return
     if len(lines) >= 5 and lines[3].strip() and lines[4].strip():
@@ -230,7 +230,7 @@ def _stop(pgdata: Path, server: Any) -> None:
     sends for a fast shutdown (SIGINT) is sent here, and the server's lock file is watched every
     ``STOP_POLL_S`` until the postmaster removes it on its way out, as pg_ctl watches it. A signal
     that cannot be sent, or a server still there after ``STOP_WAIT_S``, is left to pg_ctl."""
-    pid = _postmaster_pid(pgdata)
+    pid = postmaster_pid(pgdata)
     if pid is None or not _is_alive(pid, "postgres"):
         return
     if _stopped_by_signal(pgdata, pid):
@@ -253,7 +253,7 @@ def _stopped_by_signal(pgdata: Path, pid: int) -> bool:
         return False
     deadline = time.monotonic() + STOP_WAIT_S
     while time.monotonic() < deadline:
-        if _postmaster_pid(pgdata) != pid or not _is_alive(pid):
+        if postmaster_pid(pgdata) != pid or not _is_alive(pid):
             return True
         time.sleep(STOP_POLL_S)
     return False

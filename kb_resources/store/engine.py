@@ -102,7 +102,7 @@ def open_store(settings: Settings, repo_key: str, *, read_only: bool = False, mi
     if settings.db_url:
         url = parse_store_url(settings.db_url)
     else:
-        server = _start_embedded(settings.kb_home / "pg")
+        server = _start_embedded(settings.embedded_pgdata)
         url = with_options(make_url(server.uri(f"kb_{repo_key}")), EMBEDDED_STORE_OPTION)
     try:
         return _open(url, server, read_only=read_only, migrate=migrate)
