@@ -117,7 +117,7 @@ class Walker:
                 if cur.goto_first_child():
                     push(None)
                     continue
-            elif act == KEPT:
+            elif act == KEPT:  # NAMED's tokens, and the node kept: apart, so NAMED pays no test
                 kept(node)
                 emit(opens[kid])
                 if cur.goto_first_child():
