@@ -11,6 +11,7 @@ from kb_assets.cli.session import indexed_sha, open_session
 from kb_assets.core.collector import paused_gc
 from kb_assets.core.errors import CheckFailedError
 from kb_assets.core.extractors.base import LocatedGrounding
+from kb_assets.core.json_text import record_json
 from kb_assets.core.models import JSON
 from kb_assets.core.records import export_record, provenance
 from kb_assets.core.summary import printable
@@ -80,7 +81,7 @@ def run_export(args: argparse.Namespace) -> int:
     """Write one JSON object per artifact to stdout."""
     out = sys.stdout
     for _, record in records(args):
-        out.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+        out.write(record_json(record) + "\n")
     return 0
 
 
@@ -100,7 +101,7 @@ def run_spans(args: argparse.Namespace) -> int:
             "start_line": r.start_line,
             "end_line": r.end_line,
         }
-        out.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+        out.write(record_json(record) + "\n")
     return 0
 
 
