@@ -31,6 +31,7 @@ from kb_gates.grimp_oracle import grimp_graph
 from kb_gates.metrics import SetDiff, compare
 from kb_resources.git.repo import GitRepo
 from kb_resources.store import reads
+from kb_resources.store.reads import ArtifactRecord
 
 UNPARSED = frozenset({"binary", "not_utf8", "too_large", "syntax_error", "parse_timeout"})
 """Parse gap reasons that leave a file without spans (exported empty for grimp)."""
@@ -160,20 +161,26 @@ def stored_ids_diff(
     with engine.connect() as conn:
         chosen = reads.staged_sample(conn, sha, extractor_id, sample, since=since)
         records = reads.records_by_id(conn, sha, chosen)
-    again = [
-        artifact_id(
-            logical_key=r.logical_key,
-            extractor_id=r.extractor_id,
-            extractor_version=r.extractor_version,
-            grounding=[Grounding(g.span_id, g.path, g.role) for g in r.grounding],
-            payload=r.payload,
-            prompt_version=r.prompt_version,
-            model_id=r.model_id,
-        )
-        for r in records.values()
-        if r.grounding
-    ]
+    again = [_stored_id(r) for r in records.values() if r.grounding]
     return compare(chosen, again)
+
+
+def _stored_id(record: ArtifactRecord) -> str:
+    """The id of a stored record as read back; for one with a grounding row stored twice, which
+    the id (made of distinct rows) would not show, a line saying so, which then differs from
+    every id: the table keeps no key to refuse a repeat (migration 0009)."""
+    grounding = [Grounding(g.span_id, g.path, g.role) for g in record.grounding]
+    if len(set(grounding)) != len(grounding):
+        return f"{record.artifact_id} has a grounding row stored twice"
+    return artifact_id(
+        logical_key=record.logical_key,
+        extractor_id=record.extractor_id,
+        extractor_version=record.extractor_version,
+        grounding=grounding,
+        payload=record.payload,
+        prompt_version=record.prompt_version,
+        model_id=record.model_id,
+    )
 
 
 def span_rows(engine: Engine, sha: str, *, since: str | None = None) -> Iterator[Rows]:

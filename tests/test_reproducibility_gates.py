@@ -23,7 +23,7 @@ from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads, writes
 from kb_resources.store.engine import open_store
-from kb_resources.store.schema import artifact
+from kb_resources.store.schema import artifact, artifact_derived_from
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
 
@@ -87,6 +87,26 @@ def test_stored_sample_fails_on_a_record_that_no_longer_matches_its_id(
     diff = gates.stored_ids_diff(engine, sha, IMPORTS_ID, sample=-1)
     assert not diff.equal
     assert victim in diff.missing
+
+
+def test_stored_sample_fails_on_a_grounding_row_stored_twice(large: tuple[KbEnv, Path, str]) -> None:
+    """The grounding table keeps no key (migration 0009): a row stored a second time, which an id
+    made of distinct rows would not show, is caught by the sample check, naming the artifact."""
+    env, repo, sha = large
+    engine = _engine_of(env, repo)
+    with engine.connect() as conn:
+        victim = reads.staged_artifact_ids(conn, sha, IMPORTS_ID)[0]
+    d = artifact_derived_from.c
+    with engine.begin() as conn:
+        first = sa.select(d.artifact_id, d.span_id, d.path, d.role).where(d.artifact_id == victim).limit(1)
+        conn.execute(
+            sa.insert(artifact_derived_from).from_select(["artifact_id", "span_id", "path", "role"], first)
+        )
+    diff = gates.stored_ids_diff(engine, sha, IMPORTS_ID, sample=-1)
+    assert not diff.equal
+    assert victim in diff.missing
+    assert f"{victim} has a grounding row stored twice" in diff.extra
+    assert diff.missing == frozenset({victim})  # only the victim is off
 
 
 def test_verify_recomputes_every_extractor(large: tuple[KbEnv, Path, str]) -> None:

@@ -12,13 +12,23 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from kb_assets.core.errors import SchemaMismatchError
+from kb_assets.core.models import Grounding
 from kb_resources.store import revision
 from kb_resources.store.engine import Store, create_store_engine, open_store
-from kb_resources.store.schema import metadata
+from kb_resources.store.schema import artifact_derived_from, metadata
 from kb_resources.store.session_locks import MIGRATION_LOCK_KEY
 from kb_resources.store.target import parse_store_url
 from tests.conftest import SettingsFactory
-from tests.storefixtures import RAW_ARTIFACT, contending_processes
+from tests.storefixtures import (
+    RAW_ARTIFACT,
+    contending_processes,
+    grounded,
+    publish,
+    seed_commit,
+    sha_of,
+    span,
+    table_dump,
+)
 
 MIGRATE_IN_SUBPROCESS = """
 import sys
@@ -50,7 +60,7 @@ def _tables(store: Store) -> set[str]:
 def test_fresh_database_migrates_to_head(store: Store) -> None:
     """open_store on an empty database creates every table, pgvector and the trigger, stamped at head."""
     with store.engine.connect() as conn:
-        assert revision.current_revision(conn) == revision.head_revision() == "0008"
+        assert revision.current_revision(conn) == revision.head_revision() == "0009"
         assert revision.is_at_head(conn)
         assert conn.scalar(sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         triggers = set(conn.scalars(sa.text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")))
@@ -251,3 +261,41 @@ def test_0008_goes_back_to_the_per_artifact_check_and_forth(store: Store) -> Non
                 conn.commit()
     with store.engine.connect() as conn:
         assert _insert_checks(conn) == head
+
+
+def _grounding_keys(conn: sa.Connection) -> tuple[list[str], list[str]]:
+    """The constraints and index definitions of ``artifact_derived_from``."""
+    constraints = conn.execute(
+        sa.text(
+            "SELECT conname FROM pg_constraint WHERE conrelid = 'artifact_derived_from'::regclass ORDER BY 1"
+        )
+    ).scalars()
+    indexes = conn.execute(
+        sa.text("SELECT indexdef FROM pg_indexes WHERE tablename = 'artifact_derived_from' ORDER BY 1")
+    ).scalars()
+    return list(constraints), list(indexes)
+
+
+def test_0009_trades_the_grounding_key_for_an_artifact_index_and_back(store: Store) -> None:
+    """At head an artifact's grounding rows are found through a one-column ``artifact_id`` index
+    and no key refuses a repeat; at 0008 the four-column primary key is back. The rows stay."""
+    sha, alpha, beta = sha_of("c1"), span("alpha", 1, 3), span("beta", 5, 9)
+    edge = grounded(
+        "call:a->b", [Grounding(alpha.span_id, "m.py", "caller"), Grounding(beta.span_id, "m.py", "callee")]
+    )
+    with store.engine.begin() as conn:
+        seed_commit(conn, sha, {"m.py": [alpha, beta]})
+        publish(conn, sha, [edge])
+        rows = table_dump(conn, artifact_derived_from)
+        head = _grounding_keys(conn)
+        command.downgrade(revision.alembic_config(conn), "0008")
+        before = _grounding_keys(conn)
+        assert table_dump(conn, artifact_derived_from) == rows
+        command.upgrade(revision.alembic_config(conn), "head")
+        assert _grounding_keys(conn) == head
+        assert table_dump(conn, artifact_derived_from) == rows
+    assert len(rows) == 2
+    assert "pk_artifact_derived_from" not in head[0]
+    assert any(d.endswith("USING btree (artifact_id)") for d in head[1])
+    assert "pk_artifact_derived_from" in before[0]
+    assert not any(d.endswith("USING btree (artifact_id)") for d in before[1])

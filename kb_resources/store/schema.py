@@ -171,12 +171,19 @@ select it."""
 artifact_derived_from = sa.Table(
     "artifact_derived_from",
     metadata,
-    sa.Column("artifact_id", _ID, primary_key=True),  # -> artifact (cascade), see STATEMENT_REFERENCES
-    sa.Column("span_id", _ID, primary_key=True),  # -> code_span
-    sa.Column("path", sa.Text(), primary_key=True),
-    sa.Column("role", sa.Text(), primary_key=True),
+    sa.Column("artifact_id", _ID, nullable=False),  # -> artifact (cascade), see STATEMENT_REFERENCES
+    sa.Column("span_id", _ID, nullable=False),  # -> code_span
+    sa.Column("path", sa.Text(), nullable=False),
+    sa.Column("role", sa.Text(), nullable=False),
+    sa.Index(None, "artifact_id"),
     sa.Index(None, "span_id"),
 )
+"""An artifact's grounding edges, one row each. No key: a four-column one cost ~1 s of the
+server's CPU in a full Django index (migration 0009); its writer (``writes.insert_artifacts``)
+stores an artifact's distinct rows once, with the artifact."""
+
+GROUNDING_COLUMNS = ("artifact_id", "span_id", "path", "role")
+"""A grounding row's columns, in the order writes send them."""
 
 artifact_grounding_due = sa.Table(
     "artifact_grounding_due",

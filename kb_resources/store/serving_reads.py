@@ -1,7 +1,7 @@
 """Reads the MCP server needs per request: units by id, snapshot membership, nearest embeddings.
 
 Every query is bounded by the request (a handful of ids, one snapshot) and driven by an index:
-artifacts by primary key, grounding by ``artifact_derived_from``'s primary key, occurrences
+artifacts by primary key, grounding by ``artifact_derived_from``'s ``artifact_id`` index, occurrences
 through ``commit_file``'s (sha, path) key into ``blob_span``'s (blob_id, parser_version) prefix,
 snapshot membership by ``snapshot_entry``'s (sha, artifact_id) key or its ``artifact_id`` index.
 Values are always bound parameters. Exposed through ``kb_resources.store.reads``.

@@ -36,7 +36,7 @@ from kb_resources.store.bulk import (
 from kb_resources.store.entry_sets import EntrySet, entry_count, entry_sets
 from kb_resources.store.schema import (
     ARTIFACT_RECORD_COLUMNS,
-    artifact_derived_from,
+    GROUNDING_COLUMNS,
     branch_ref,
     commit_file,
     commit_ref,
@@ -175,15 +175,15 @@ def insert_artifacts(
     )
     # The grounding of the artifacts this statement inserted: no other transaction can have any.
     # Sent one artifact at a time in id order (``missing``: each artifact once; an artifact not
-    # built by ``build_artifacts`` may repeat an edge: each row is sent once).
+    # built by ``build_artifacts`` may repeat an edge: each row is sent once). This is what keeps
+    # an artifact's rows distinct: the table has no key to refuse a repeat (migration 0009).
     rows = (
         (aid, *row)
         for aid, a in missing
         if aid in inserted
         for row in dict.fromkeys((g.span_id, g.path, g.role) for g in a.grounding)
     )
-    pk = [c.name for c in artifact_derived_from.primary_key.columns]
-    copy_loaded_rows(conn, "artifact_derived_from", pk, rows, log=log)
+    copy_loaded_rows(conn, "artifact_derived_from", GROUNDING_COLUMNS, rows, log=log)
     return len(inserted)
 
 
