@@ -407,11 +407,47 @@ def test_a_large_artifact_load_analyzes_the_key_columns_only(
     assert analyzed == set(bulk.ANALYZED_COLUMNS["artifact"])
 
 
-def _estimated_files(conn: sa.Connection, sha: str) -> int:
-    plan: Any = conn.exec_driver_sql(
-        "EXPLAIN (FORMAT JSON) SELECT * FROM commit_file WHERE sha = %(sha)s", {"sha": sha}
-    ).scalar()
+def test_a_large_artifact_load_is_analyzed_from_a_small_sample_and_estimated_well(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ANALYZE artifact`` samples 300 rows per unit of its target (``ANALYZED_TARGETS``): with
+    more artifacts than that sample, the logical keys' histogram has the target's buckets, ids and
+    keys are still known to be all distinct, and each kind is estimated near its real count."""
+    monkeypatch.setattr(bulk, "ANALYZE_AFTER_ROWS", 1)
+    target = bulk.ANALYZED_TARGETS["artifact"]
+    counts = {"call_edge": 3000, "import_edge": 600}
+    assert sum(counts.values()) > 300 * target
+    edge = [Grounding(ALPHA.span_id, "m.py", "caller")]
+    artifacts = [grounded(f"{kind}:{i}", edge, kind=kind) for kind, n in counts.items() for i in range(n)]
+    with store.engine.begin() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, BETA]})
+        writes.insert_artifacts(conn, artifacts)
+    with store.engine.connect() as conn:
+        stats = {
+            name: (distinct, bounds)
+            for name, distinct, bounds in conn.execute(
+                sa.text(
+                    "SELECT attname, n_distinct, coalesce(array_length(histogram_bounds::text::text[], 1), 0)"
+                    " FROM pg_stats WHERE tablename = 'artifact'"
+                )
+            )
+        }
+        estimates = {
+            kind: _estimated_rows(conn, "SELECT * FROM artifact WHERE kind = %(p)s", kind) for kind in counts
+        }
+    assert stats["artifact_id"][0] == stats["logical_key"][0] == -1
+    assert 0 < stats["logical_key"][1] <= target + 1
+    assert all(0.75 * n <= estimates[kind] <= 1.25 * n for kind, n in counts.items()), estimates
+
+
+def _estimated_rows(conn: sa.Connection, query: str, value: str) -> int:
+    """The planner's row estimate for ``query`` with ``%(p)s`` bound to ``value``."""
+    plan: Any = conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + query, {"p": value}).scalar()
     return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def _estimated_files(conn: sa.Connection, sha: str) -> int:
+    return _estimated_rows(conn, "SELECT * FROM commit_file WHERE sha = %(p)s", sha)
 
 
 def test_a_commits_files_are_known_to_the_planner_once_written(store: Store) -> None:
