@@ -18,6 +18,7 @@ import psutil
 import sqlalchemy as sa
 
 from kb_assets.core import ids
+from kb_assets.core.json_text import canonical_json
 from kb_assets.core.models import Artifact, EncodedBlob, Grounding, Method, ParsedBlob, Span, SpanKind
 from kb_resources.store import writes
 from kb_resources.store.schema import commit_ref
@@ -60,7 +61,7 @@ def grounded(
 
 def encode_facts(facts: Mapping[str, object]) -> bytes:
     """The facts encoding of the store tests (plain JSON: readable when a test fails)."""
-    return ids.canonical_json(dict(facts)).encode()
+    return canonical_json(dict(facts)).encode()
 
 
 def encoded(blob: ParsedBlob, encode: Callable[[Mapping[str, object]], bytes] = encode_facts) -> EncodedBlob:

@@ -18,7 +18,8 @@ from kb_assets.core.errors import GroundingError
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.extractors.imports import ImportsExtractor
 from kb_assets.core.grounding import ArtifactBuilder
-from kb_assets.core.ids import artifact_id, canonical_json
+from kb_assets.core.ids import artifact_id
+from kb_assets.core.json_text import canonical_json
 from kb_assets.core.models import JSON, Grounding, Method
 from kb_assets.core.program import Program
 from kb_assets.core.spans import ParseLimits

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from kb_assets.core import ids
 from kb_assets.core.blobs import analyze_blob
 from kb_assets.core.extractors.registry import COLLECTORS, EXTRACTORS
+from kb_assets.core.json_text import canonical_json
 from kb_assets.core.models import JSON, Grounding, SpanKind
 from kb_assets.core.spans import ParseLimits, parse_source
 
@@ -224,8 +225,8 @@ def _reorder(value: JSON, seed: int) -> JSON:
 @FUZZ
 @given(value=_JSON, seed=st.integers())
 def test_canonical_json_ignores_key_order_and_round_trips(value: JSON, seed: int) -> None:
-    text = ids.canonical_json(value)
-    assert ids.canonical_json(_reorder(value, seed)) == text
+    text = canonical_json(value)
+    assert canonical_json(_reorder(value, seed)) == text
     assert json.loads(text) == value
     assert "\n" not in text
 

@@ -10,8 +10,7 @@ import threading
 
 import pytest
 
-from kb_assets.core.ids import canonical_json
-from kb_assets.core.json_text import record_json
+from kb_assets.core.json_text import canonical_json, record_json
 
 VALUES: list[object] = [
     None,

@@ -12,7 +12,8 @@ from collections.abc import Container, Iterable, Iterator
 from kb_assets.core.artifact_memo import ArtifactMemo, Known, payload_bytes
 from kb_assets.core.errors import DraftKindError, GroundingError, IdentityConflictError
 from kb_assets.core.extractors.base import Draft
-from kb_assets.core.ids import ArtifactIds, GroundingRow, canonical_json
+from kb_assets.core.ids import ArtifactIds, GroundingRow
+from kb_assets.core.json_text import canonical_json
 from kb_assets.core.models import Artifact, Grounding, Method
 from kb_assets.core.program import Program
 from kb_assets.core.program_memo import PerProgram

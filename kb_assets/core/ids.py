@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from kb_assets.core.errors import GroundingError
-from kb_assets.core.json_text import CANONICAL_ENCODER
+from kb_assets.core.json_text import canonical_json
 from kb_assets.core.models import JSON, Grounding, SpanKind
 
 NORMALIZATION_VERSION = "1"
@@ -24,12 +24,6 @@ ARTIFACT_ID_VERSION = "1"
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _SEP = b"\x00"
-
-
-def canonical_json(value: JSON) -> str:
-    """Serialize JSON deterministically: sorted keys, no whitespace, real unicode (one C encoder
-    made once, ``json_text``: a full Django index encodes ~200k payloads and grounding rows)."""
-    return "".join(CANONICAL_ENCODER(value, 0))
 
 
 def is_id(value: str) -> bool:
@@ -139,7 +133,7 @@ class ArtifactIds:
         for row in rows:
             text = texts.get(row)
             if text is None:
-                text = texts[row] = "".join(CANONICAL_ENCODER(row, 0))
+                text = texts[row] = canonical_json(row)
             parts.append(text)
         body = '{"grounding":[' + ",".join(parts) + '],"payload":' + payload_json + "}"
         return hashlib.sha256(body.encode("utf-8")).hexdigest()

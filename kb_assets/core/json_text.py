@@ -20,11 +20,17 @@ def _not_json(value: object) -> object:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-CANONICAL_ENCODER = make_encoder(None, _not_json, encode_basestring, None, ":", ",", True, False, False)
-"""``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-allow_nan=False)``'s encoder: called as ``"".join(CANONICAL_ENCODER(value, 0))`` (``ids``)."""
-
+_CANONICAL_ENCODER = make_encoder(None, _not_json, encode_basestring, None, ":", ",", True, False, False)
 _RECORD_ENCODER = make_encoder(None, _not_json, encode_basestring, None, ": ", ", ", True, False, True)
+
+
+def canonical_json(value: object) -> str:
+    """Serialize JSON deterministically: sorted keys, no whitespace, real unicode, no NaN
+    (``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    allow_nan=False)``). The text every artifact id hashes, so part of the identity rule: a change
+    here goes with a bump of ``ids.ARTIFACT_ID_VERSION`` (a full Django index encodes ~200k
+    payloads and grounding rows)."""
+    return "".join(_CANONICAL_ENCODER(value, 0))
 
 
 def record_json(value: object) -> str:

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from kb_assets.core.errors import GroundingError
-from kb_assets.core.ids import canonical_json
+from kb_assets.core.json_text import canonical_json
 from kb_assets.core.models import JSON, Artifact, EncodedBlob, Gap
 from kb_resources.store.bulk import (
     LoadLog,

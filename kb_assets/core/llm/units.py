@@ -15,7 +15,8 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 
 from kb_assets.core.extractors.base import Draft
 from kb_assets.core.grounding import check_grounding
-from kb_assets.core.ids import artifact_id, canonical_json
+from kb_assets.core.ids import artifact_id
+from kb_assets.core.json_text import canonical_json
 from kb_assets.core.llm.floor import CONFIDENCE_CEILING
 from kb_assets.core.models import JSON, Artifact, Gap, Grounding, Method
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
-from kb_assets.core.ids import canonical_json
+from kb_assets.core.json_text import canonical_json
 from kb_assets.core.llm.floor import Floor, SpanText, Verdict, span_dotted
 from kb_assets.core.llm.prompt import Prompt, code_blocks, instructions, prompt_version
 from kb_assets.core.llm.reply import Claim, Reply

@@ -30,7 +30,7 @@ from importlib import resources
 
 import yaml
 
-from kb_assets.core.ids import canonical_json
+from kb_assets.core.json_text import canonical_json
 from kb_assets.core.models import JSON, Gap
 
 SINKS_FILE = ".kb/sinks.yaml"
