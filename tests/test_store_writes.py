@@ -395,7 +395,7 @@ def test_a_load_log_refreshes_statistics_once_for_the_whole_load(
 def test_a_large_artifact_load_analyzes_the_key_columns_only(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``ANALYZE artifact`` after a large load skips the JSON payload (``ANALYZED_COLUMNS``): the
+    """``ANALYZE artifact`` after a large load skips the JSON payload (``ANALYSES``): the
     planner gets statistics for the keys it plans on."""
     monkeypatch.setattr(bulk, "ANALYZE_AFTER_ROWS", 1)
     artifacts = [grounded(f"call:a->b{i}", [Grounding(ALPHA.span_id, "m.py", "caller")]) for i in range(3)]
@@ -404,17 +404,18 @@ def test_a_large_artifact_load_analyzes_the_key_columns_only(
         writes.insert_artifacts(conn, artifacts)
     with store.engine.connect() as conn:
         analyzed = set(conn.scalars(sa.text("SELECT attname FROM pg_stats WHERE tablename = 'artifact'")))
-    assert analyzed == set(bulk.ANALYZED_COLUMNS["artifact"])
+    assert analyzed == set(bulk.ANALYSES["artifact"].columns or ())
 
 
 def test_a_large_artifact_load_is_analyzed_from_a_small_sample_and_estimated_well(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``ANALYZE artifact`` samples 300 rows per unit of its target (``ANALYZED_TARGETS``): with
+    """``ANALYZE artifact`` samples 300 rows per unit of its target (``ANALYSES``): with
     more artifacts than that sample, the logical keys' histogram has the target's buckets, ids and
     keys are still known to be all distinct, and each kind is estimated near its real count."""
     monkeypatch.setattr(bulk, "ANALYZE_AFTER_ROWS", 1)
-    target = bulk.ANALYZED_TARGETS["artifact"]
+    target = bulk.ANALYSES["artifact"].target
+    assert target is not None
     counts = {"call_edge": 3000, "import_edge": 600}
     assert sum(counts.values()) > 300 * target
     edge = [Grounding(ALPHA.span_id, "m.py", "caller")]

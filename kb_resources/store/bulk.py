@@ -12,7 +12,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 import sqlalchemy as sa
@@ -43,18 +43,26 @@ def _copy(
     return count
 
 
-ANALYZED_COLUMNS = {"artifact": ("artifact_id", "kind", "logical_key", "extractor_id")}
-"""Tables whose bulk loads refresh the statistics of some columns only: the artifact payload, a
-JSON document nothing is planned on, was half of each ``ANALYZE artifact`` (0.42 vs 0.19 s on
-Django's 88k artifacts). Autovacuum's own analyses still cover every column."""
+class Analysis(NamedTuple):
+    """How a bulk load refreshes a table's statistics, where not as the server would."""
 
-ANALYZED_TARGETS = {"artifact": 10}
-"""The statistics target of those analyses, where not the server's (``statistics.analyze``): 3,000
-sampled rows instead of 30,000. ``ANALYZE artifact`` of Django's 88k artifacts took 0.12-0.20 s
-at the default and 0.022-0.026 s at 10 (twice a full index), with the estimates the plans use
-unchanged: ids and logical keys all distinct (``n_distinct`` -1 either way), the few kinds and
-extractors among the most common values (3-5 of them either way). Hashes and keys have no
-useful histogram to sharpen with a larger sample."""
+    columns: tuple[str, ...] | None
+    """The columns analyzed (the others keep what autovacuum's analyses, of every column, found;
+    None: every column)."""
+    target: int | None
+    """The statistics target (300 sampled rows per unit; None: the server's default)."""
+
+
+ANALYSES = {"artifact": Analysis(("artifact_id", "kind", "logical_key", "extractor_id"), 10)}
+"""``ANALYZE artifact`` after a load covers the keys plans use, not the JSON payload nothing is
+planned on (half of each analysis: 0.42 vs 0.19 s on Django's 88k artifacts), from 3,000 sampled
+rows instead of 30,000 (0.12-0.20 -> 0.022-0.026 s, twice a full index) with the estimates the
+plans use unchanged: ids and logical keys all distinct (``n_distinct`` -1 either way), the few
+kinds and extractors among the most common values (3-5 of them either way). Hashes and keys have
+no useful histogram to sharpen with a larger sample."""
+
+AS_THE_SERVER = Analysis(None, None)
+"""Every other table's: all columns, at the server's default target."""
 
 ANALYZE_AFTER_ROWS = 10_000
 """A bulk load this large refreshes the table's planner statistics at once: autovacuum would do it
@@ -275,4 +283,5 @@ def analyze_if_large(conn: sa.Connection, table: str, written: int) -> None:
         found = cur.fetchone()
     held = float(found[0]) if found is not None else -1.0
     if held < 0 or written * 10 >= held:  # reltuples is -1 until the first analysis
-        analyze(conn, table, ANALYZED_COLUMNS.get(table), target=ANALYZED_TARGETS.get(table))
+        how = ANALYSES.get(table, AS_THE_SERVER)
+        analyze(conn, table, how.columns, target=how.target)

@@ -182,9 +182,6 @@ artifact_derived_from = sa.Table(
 server's CPU in a full Django index (migration 0009); its writer (``writes.insert_artifacts``)
 stores an artifact's distinct rows once, with the artifact."""
 
-GROUNDING_COLUMNS = ("artifact_id", "span_id", "path", "role")
-"""A grounding row's columns, in the order writes send them."""
-
 artifact_grounding_due = sa.Table(
     "artifact_grounding_due",
     metadata,

@@ -69,10 +69,9 @@ def whole_snapshot_plan(conn: sa.Connection, *, merge_joins: bool = True) -> Ite
         conn.execute(_DEFAULT_JOINS)
 
 
-_HASH_JOINS = sa.text("SET LOCAL enable_nestloop = off; SET LOCAL work_mem = '64MB'")
-_HASH_JOINS_ONLY = sa.text(
-    "SET LOCAL enable_nestloop = off; SET LOCAL enable_mergejoin = off; SET LOCAL work_mem = '64MB'"
-)
+_NO_NESTED_LOOPS = "SET LOCAL enable_nestloop = off; SET LOCAL work_mem = '64MB'"
+_HASH_JOINS = sa.text(_NO_NESTED_LOOPS)
+_HASH_JOINS_ONLY = sa.text(_NO_NESTED_LOOPS + "; SET LOCAL enable_mergejoin = off")
 _DEFAULT_JOINS = sa.text(
     "SET LOCAL enable_nestloop TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT;"
     " SET LOCAL work_mem TO DEFAULT"

@@ -36,7 +36,7 @@ from kb_resources.store.bulk import (
 from kb_resources.store.entry_sets import EntrySet, entry_count, entry_sets
 from kb_resources.store.schema import (
     ARTIFACT_RECORD_COLUMNS,
-    GROUNDING_COLUMNS,
+    artifact_derived_from,
     branch_ref,
     commit_file,
     commit_ref,
@@ -183,7 +183,8 @@ def insert_artifacts(
         if aid in inserted
         for row in dict.fromkeys((g.span_id, g.path, g.role) for g in a.grounding)
     )
-    copy_loaded_rows(conn, "artifact_derived_from", GROUNDING_COLUMNS, rows, log=log)
+    columns = [c.name for c in artifact_derived_from.columns]  # (artifact id, span id, path, role)
+    copy_loaded_rows(conn, artifact_derived_from.name, columns, rows, log=log)
     return len(inserted)
 
 
