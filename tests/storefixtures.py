@@ -28,7 +28,8 @@ PARSER_VERSION = "test-1"
 COMMITTED_AT = datetime(2024, 1, 1, tzinfo=UTC)
 RAW_ARTIFACT = sa.text(
     "INSERT INTO artifact (artifact_id, kind, logical_key, extractor_id, extractor_version, method,"
-    " confidence, payload) VALUES (:aid, 'call_edge', 'call:raw', 'raw', '1', 'deterministic', 1, '{}')"
+    " confidence, payload)"
+    " VALUES (decode(:aid, 'hex'), 'call_edge', 'call:raw', 'raw', '1', 'deterministic', 1, '{}')"
 )
 """An artifact row ``:aid`` written past the application, without grounding: what the store's
 own grounding check is there to refuse at COMMIT."""

@@ -23,6 +23,7 @@ from kb_assets.indexing.load import forget_programs, load_program
 from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store.engine import create_store_engine, open_store
+from kb_resources.store.schema import artifact_derived_from
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
 from tests.spawned import counting_forks, run_spawned
@@ -67,14 +68,11 @@ def _store_in_halves(url: str, repo_path: str, sha: str, case: tuple[str, bool, 
 
 def _stored_grounding(engine: sa.Engine, ids: list[str]) -> dict[str, int]:
     with engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT artifact_id, count(*) FROM artifact_derived_from"
-                " WHERE artifact_id = ANY(:ids) GROUP BY artifact_id"
-            ),
-            {"ids": ids},
+        d = artifact_derived_from.c
+        query = (
+            sa.select(d.artifact_id, sa.func.count()).where(d.artifact_id.in_(ids)).group_by(d.artifact_id)
         )
-        return {aid: int(n) for aid, n in rows}
+        return {aid: int(n) for aid, n in conn.execute(query)}
 
 
 def test_halves_store_what_one_writer_stores(kb_env: KbEnv, tmp_path: Path) -> None:

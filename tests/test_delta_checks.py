@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from kb_assets.cli.instance import dagster_environment, open_instance
 from kb_assets.core.extractors.imports import EXTRACTOR_ID as IMPORTS_ID
@@ -17,6 +18,7 @@ from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import commit_reads, reads, staged_delta, writes
 from kb_resources.store.engine import Store, open_store
+from kb_resources.store.schema import code_span
 from tests.gitfixtures import build_repo
 from tests.kbfixtures import KbEnv
 from tests.storefixtures import grounded
@@ -95,7 +97,7 @@ def test_a_new_ungrounded_artifact_is_caught_against_the_base(
     repo, shas = _two_commits_indexed(kb_env, tmp_path)
     with open_store(load_settings(kb_env.environ), GitRepo.open(repo).key()) as store:
         with store.engine.begin() as conn:
-            span_id = conn.exec_driver_sql("SELECT min(span_id) FROM code_span").scalar_one()
+            span_id = conn.execute(sa.select(sa.func.min(code_span.c.span_id))).scalar_one()
             stray = grounded("import:nowhere->x", [Grounding(span_id, "missing.py", "source")])
             writes.insert_artifacts(conn, [stray])
             staged = reads.staged_artifact_ids(conn, shas[1], IMPORTS_ID)

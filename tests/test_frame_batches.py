@@ -13,6 +13,7 @@ from kb_gates import gates
 from kb_gates.frames import ARTIFACT_FRAME, SPAN_FRAME, batched_errors, row_errors, validation_errors
 from kb_resources.store import commit_reads, reads
 from kb_resources.store.engine import Store
+from kb_resources.store.schema import artifact_derived_from
 from tests.storefixtures import PARSER_VERSION, grounded, publish, seed_commit, sha_of, span
 
 SHA = sha_of("frames")
@@ -135,7 +136,7 @@ def test_grounding_rows_are_counted_alike_under_either_plan(
     with store.engine.begin() as conn:
         conn.exec_driver_sql("SET LOCAL session_replication_role = replica")  # no trigger fires
         conn.execute(
-            sa.text("DELETE FROM artifact_derived_from WHERE artifact_id = :a"), {"a": lost.artifact_id}
+            sa.delete(artifact_derived_from).where(artifact_derived_from.c.artifact_id == lost.artifact_id)
         )
     with store.engine.connect() as conn:
         counts = [row for batch in reads.staged_grounding_batches(conn, SHA, "test") for row in batch]

@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 from mcp import Client, MCPError
 
+from kb_resources.store.hex_ids import HexId
 from kb_resources.store.knowledge_diff import knowledge_diff
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ pytest_plugins = ["tests.mcpfixtures"]
 
 EMBED = sa.text(
     "UPDATE artifact SET embedding = CAST(:v AS vector), embedding_model_id = 'stub' WHERE artifact_id = :a"
-)
+).bindparams(sa.bindparam("a", type_=HexId()))
 
 
 def _keys(units: list[dict[str, Any]]) -> list[str]:

@@ -36,6 +36,7 @@ from kb_resources.git.repo import GitRepo
 from kb_resources.settings import load_settings
 from kb_resources.store import reads
 from kb_resources.store.engine import open_store
+from kb_resources.store.schema import artifact, snapshot_entry
 from tests.gitfixtures import build_repo, commit_folders, commit_tree, read_folder
 from tests.kbfixtures import KbEnv
 from tests.programs import program_from_files
@@ -170,11 +171,13 @@ def test_a_watch_starts_the_work_ahead_once_the_commit_is_parsed(
 
 def _published(conn: sa.Connection, sha: str, extractor_id: str) -> set[str]:
     """The ids of one extractor's artifacts in the published snapshot of ``sha``."""
-    query = sa.text(
-        "SELECT e.artifact_id FROM snapshot_entry e JOIN artifact a USING (artifact_id)"
-        " WHERE e.sha = :sha AND a.extractor_id = :extractor_id"
+    e, a = snapshot_entry.c, artifact.c
+    query = (
+        sa.select(e.artifact_id)
+        .join(artifact, a.artifact_id == e.artifact_id)
+        .where(e.sha == sha, a.extractor_id == extractor_id)
     )
-    return set(conn.scalars(query, {"sha": sha, "extractor_id": extractor_id}))
+    return set(conn.scalars(query))
 
 
 def _published_count(engine: sa.Engine, sha: str, extractor_id: str) -> int:

@@ -102,8 +102,8 @@ def test_deleting_the_last_grounding_row_fails_at_commit(seeded: Store) -> None:
 
 RAW_ARTIFACTS = sa.text(
     "INSERT INTO artifact (artifact_id, kind, logical_key, extractor_id, extractor_version, method,"
-    " confidence, payload) SELECT id, 'call_edge', 'call:' || id, 'raw', '1', 'deterministic', 1, '{}'"
-    " FROM unnest(CAST(:ids AS char(64)[])) AS t(id)"
+    " confidence, payload) SELECT decode(id, 'hex'), 'call_edge', 'call:' || id, 'raw', '1', 'deterministic',"
+    " 1, '{}' FROM unnest(CAST(:ids AS text[])) AS t(id)"
 )
 
 

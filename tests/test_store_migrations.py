@@ -12,10 +12,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from kb_assets.core.errors import SchemaMismatchError
-from kb_assets.core.models import Grounding
+from kb_assets.core.models import Artifact, Grounding, Span
 from kb_resources.store import revision
 from kb_resources.store.engine import Store, create_store_engine, open_store
-from kb_resources.store.schema import artifact_derived_from, metadata
+from kb_resources.store.hex_ids import stored_id
+from kb_resources.store.schema import artifact, artifact_derived_from, blob_span, code_span, metadata
 from kb_resources.store.session_locks import MIGRATION_LOCK_KEY
 from kb_resources.store.target import parse_store_url
 from tests.conftest import SettingsFactory
@@ -60,7 +61,7 @@ def _tables(store: Store) -> set[str]:
 def test_fresh_database_migrates_to_head(store: Store) -> None:
     """open_store on an empty database creates every table, pgvector and the trigger, stamped at head."""
     with store.engine.connect() as conn:
-        assert revision.current_revision(conn) == revision.head_revision() == "0009"
+        assert revision.current_revision(conn) == revision.head_revision() == "0010"
         assert revision.is_at_head(conn)
         assert conn.scalar(sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         triggers = set(conn.scalars(sa.text("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")))
@@ -195,7 +196,7 @@ def test_the_hex_checks_accept_the_same_ids_as_before_0005(store: Store) -> None
         command.downgrade(revision.alembic_config(conn), "0004")
     before = _accepted_span_ids(store)
     with store.engine.begin() as conn:
-        command.upgrade(revision.alembic_config(conn), "head")
+        command.upgrade(revision.alembic_config(conn), "0009")  # span ids are bytes from 0010 on
         definitions = conn.scalars(
             sa.text("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname LIKE '%\\_hex'")
         ).all()
@@ -215,13 +216,15 @@ def test_0007_only_reorders_the_grounding_checks_probes(store: Store) -> None:
         head = _grounded_check_source(conn)
         command.downgrade(revision.alembic_config(conn), "0006")
         before = _grounded_check_source(conn)
+        command.upgrade(revision.alembic_config(conn), "0009")
+        at_0009 = _grounded_check_source(conn)
         command.upgrade(revision.alembic_config(conn), "head")
         again = _grounded_check_source(conn)
     assert head == again
     ungrounded = head.index("NOT EXISTS (SELECT 1 FROM artifact_derived_from")
     assert ungrounded < head.index(" EXISTS (SELECT 1 FROM artifact WHERE")
     assert before.index("EXISTS (SELECT 1 FROM artifact WHERE") < before.index("NOT EXISTS")
-    assert sorted(head.split()) == sorted(before.split())
+    assert sorted(at_0009.split()) == sorted(before.split())
 
 
 def _insert_checks(conn: sa.Connection) -> tuple[list[str], list[str]]:
@@ -252,11 +255,14 @@ def test_0008_goes_back_to_the_per_artifact_check_and_forth(store: Store) -> Non
     assert any("(kind, logical_key)" in d for d in before[0])
     assert not any("hash (logical" in d for d in before[0])
     assert before[1] == ["artifact"]
-    for target in ("0007", "head"):
+    hex_artifact = sa.text(
+        RAW_ARTIFACT.text.replace("decode(:aid, 'hex')", ":aid")
+    )  # ids as text before 0010
+    for target, insert in (("0007", hex_artifact), ("head", RAW_ARTIFACT)):
         with store.engine.begin() as conn:
             command.upgrade(revision.alembic_config(conn), target)
         with store.engine.connect() as conn:
-            conn.execute(RAW_ARTIFACT, {"aid": "f" * 64})
+            conn.execute(insert, {"aid": "f" * 64})
             with pytest.raises(sa.exc.IntegrityError, match="artifact_grounded_check"):
                 conn.commit()
     with store.engine.connect() as conn:
@@ -276,21 +282,28 @@ def _grounding_keys(conn: sa.Connection) -> tuple[list[str], list[str]]:
     return list(constraints), list(indexes)
 
 
-def test_0009_trades_the_grounding_key_for_an_artifact_index_and_back(store: Store) -> None:
-    """At head an artifact's grounding rows are found through a one-column ``artifact_id`` index
-    and no key refuses a repeat; at 0008 the four-column primary key is back. The rows stay."""
+def _one_published_edge(conn: sa.Connection) -> tuple[Artifact, list[Span]]:
+    """A commit with one file of two spans and one call edge between them, published."""
     sha, alpha, beta = sha_of("c1"), span("alpha", 1, 3), span("beta", 5, 9)
     edge = grounded(
         "call:a->b", [Grounding(alpha.span_id, "m.py", "caller"), Grounding(beta.span_id, "m.py", "callee")]
     )
+    seed_commit(conn, sha, {"m.py": [alpha, beta]})
+    publish(conn, sha, [edge])
+    return edge, [alpha, beta]
+
+
+def test_0009_trades_the_grounding_key_for_an_artifact_index_and_back(store: Store) -> None:
+    """At head an artifact's grounding rows are found through a one-column ``artifact_id`` index
+    and no key refuses a repeat; at 0008 the four-column primary key is back. The rows stay."""
     with store.engine.begin() as conn:
-        seed_commit(conn, sha, {"m.py": [alpha, beta]})
-        publish(conn, sha, [edge])
+        _one_published_edge(conn)
         rows = table_dump(conn, artifact_derived_from)
         head = _grounding_keys(conn)
         command.downgrade(revision.alembic_config(conn), "0008")
         before = _grounding_keys(conn)
-        assert table_dump(conn, artifact_derived_from) == rows
+        as_text = conn.execute(sa.text("SELECT * FROM artifact_derived_from ORDER BY 1, 2, 3, 4")).all()
+        assert [tuple(row) for row in as_text] == sorted(rows)  # ids are hex text before 0010
         command.upgrade(revision.alembic_config(conn), "head")
         assert _grounding_keys(conn) == head
         assert table_dump(conn, artifact_derived_from) == rows
@@ -299,3 +312,82 @@ def test_0009_trades_the_grounding_key_for_an_artifact_index_and_back(store: Sto
     assert any(d.endswith("USING btree (artifact_id)") for d in head[1])
     assert "pk_artifact_derived_from" in before[0]
     assert not any(d.endswith("USING btree (artifact_id)") for d in before[1])
+
+
+ID_COLUMN_TYPES = sa.text(
+    "SELECT c.table_name || '.' || c.column_name, c.data_type FROM information_schema.columns c"
+    " JOIN information_schema.tables t ON t.table_name = c.table_name AND t.table_schema = c.table_schema"
+    " WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'"
+    " AND c.column_name IN ('span_id', 'artifact_id', 'set_id', 'chunk_id') ORDER BY 1"
+)
+"""The type of every id column of the store's tables, by ``table.column``."""
+
+
+def _id_tables(conn: sa.Connection) -> dict[str, list[tuple[object, ...]]]:
+    return {t.name: table_dump(conn, t) for t in (artifact, artifact_derived_from, code_span, blob_span)}
+
+
+def test_0010_stores_ids_as_bytes_and_gives_back_the_same_hex(store: Store) -> None:
+    """At head every id column is ``bytea`` (32 bytes a digest) and the knowledge reads back under
+    the same hex ids; at 0009 the same rows hold them as ``char(64)`` text; up again, every row
+    reads as before."""
+    with store.engine.begin() as conn:
+        edge, spans = _one_published_edge(conn)
+        rows = _id_tables(conn)
+        head: dict[str, str] = dict(conn.execute(ID_COLUMN_TYPES).all())
+        widths = conn.scalars(
+            sa.text("SELECT DISTINCT octet_length(span_id) FROM artifact_derived_from")
+        ).all()
+        command.downgrade(revision.alembic_config(conn), "0009")
+        before: dict[str, str] = dict(conn.execute(ID_COLUMN_TYPES).all())
+        as_text = conn.scalars(sa.text("SELECT span_id FROM artifact_derived_from ORDER BY 1")).all()
+        command.upgrade(revision.alembic_config(conn), "head")
+        assert _id_tables(conn) == rows
+    assert len(head) == 11
+    assert set(head.values()) == {"bytea"}
+    assert before.keys() == head.keys()
+    assert set(before.values()) == {"character"}
+    assert widths == [32]
+    assert as_text == sorted(s.span_id for s in spans)
+    assert rows["artifact"][0][0] == edge.artifact_id
+
+
+def test_0010_keeps_an_open_transactions_due_check_and_names_the_artifact_in_hex(store: Store) -> None:
+    """An artifact inserted without grounding in the transaction that migrates down and up again
+    stays due: its COMMIT fails, naming the artifact by its hex id."""
+    aid = "0f" * 32
+    with store.engine.connect() as conn:
+        conn.execute(RAW_ARTIFACT, {"aid": aid})
+        command.downgrade(revision.alembic_config(conn), "0009")
+        command.upgrade(revision.alembic_config(conn), "head")
+        with pytest.raises(
+            sa.exc.IntegrityError, match=f"artifact_grounded_check: artifact {aid} has no row"
+        ):
+            conn.commit()
+
+
+def test_stored_ids_are_whole_digests() -> None:
+    """Only 64 lowercase hex digits become a stored id: upper case, short, long, padded or non-hex
+    text is refused before it reaches the store, where it would read back as another id."""
+    assert stored_id("ab" * 32) == bytes([0xAB] * 32)
+    for bad in ("AB" * 32, "ab" * 31, "ab" * 33, " " + "ab" * 31 + "a", "g" * 64, ""):
+        with pytest.raises(ValueError, match="not an id"):
+            stored_id(bad)
+
+
+def test_the_id_checks_refuse_anything_but_a_digest(store: Store) -> None:
+    """``code_span``, ``artifact`` and ``rag_chunk`` hold an id to exactly 32 bytes."""
+    insert = sa.text(
+        "INSERT INTO code_span (span_id, lang, kind, fq_symbol_path) VALUES (:v, 'py', 'f', 'f')"
+    )
+    accepted = []
+    with store.engine.connect() as conn:
+        for value in (b"\x01" * 32, b"\x01" * 31, b"\x01" * 33, b""):
+            nested = conn.begin_nested() if conn.in_transaction() else conn.begin()
+            try:
+                conn.execute(insert, {"v": value})
+                accepted.append(len(value))
+            except sa.exc.IntegrityError:
+                pass
+            nested.rollback()
+    assert accepted == [32]

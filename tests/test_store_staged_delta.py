@@ -193,7 +193,9 @@ def test_the_unproven_artifacts_are_probed_one_by_one_whatever_the_planner_prefe
         conn.execute(sa.text("SET LOCAL enable_nestloop = off"))
         conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
         params = {"sha": HEAD, "base": BASE, "parser_version": PARSER_VERSION, **extra}
-        (plan,) = conn.execute(sa.text("EXPLAIN (FORMAT JSON) " + statement.text), params).scalar_one()
+        (plan,) = conn.execute(
+            sa.text("EXPLAIN (FORMAT JSON) " + getattr(statement, "element", statement).text), params
+        ).scalar_one()
     scans = _scans(plan["Plan"], "artifact_derived_from")
     assert scans
     assert all(("artifact_id =" in c or "span_id =" in c) for c in scans), scans

@@ -20,6 +20,8 @@ from psycopg import sql
 
 from kb_resources.store.driver import driver_connection as _driver_connection
 from kb_resources.store.driver import local_setting
+from kb_resources.store.hex_ids import HexId, hex_id, stored_rows
+from kb_resources.store.schema import metadata
 from kb_resources.store.statistics import analyze
 
 _stage_names = itertools.count()
@@ -41,6 +43,21 @@ def _copy(
             copy.write_row(row)
             count += 1
     return count
+
+
+def _ids_at(table: str, columns: Sequence[str]) -> list[int]:
+    """The positions among ``columns`` of ``table``'s id columns, which rows give in hex and the
+    store keeps as bytes (``hex_ids``)."""
+    found = metadata.tables.get(table)  # None: a table of a caller's own (no id of the schema's)
+    return (
+        []
+        if found is None
+        else [i for i, name in enumerate(columns) if isinstance(found.c[name].type, HexId)]
+    )
+
+
+def _is_id(table: str, column: str) -> bool:
+    return bool(_ids_at(table, (column,)))
 
 
 class Analysis(NamedTuple):
@@ -73,7 +90,8 @@ def copy_rows(
     conn: sa.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[object]]
 ) -> int:
     """COPY rows straight into ``table`` (for rows the caller just deleted); return the row count."""
-    return _copy(_driver_connection(conn), sql.Identifier(table), columns, rows)
+    sent = stored_rows(rows, _ids_at(table, columns))
+    return _copy(_driver_connection(conn), sql.Identifier(table), columns, sent)
 
 
 PROBE_RANDOM_PAGE_COST = "1.1"
@@ -102,7 +120,7 @@ def stored_keys(conn: sa.Connection, table: str, column: str, keys: Collection[s
                 probe, key, sql.Identifier(table)
             )
         )
-    _copy(raw, probe, (column,), ((k,) for k in keys))
+    _copy(raw, probe, (column,), stored_rows(((k,) for k in keys), _ids_at(table, (column,))))
     with raw.cursor() as cur:
         with local_setting(cur, "random_page_cost", PROBE_RANDOM_PAGE_COST):
             cur.execute(
@@ -110,9 +128,9 @@ def stored_keys(conn: sa.Connection, table: str, column: str, keys: Collection[s
                     key, probe, sql.Identifier(table), key, key
                 )
             )
-            found = {row[0] for row in cur.fetchall()}
+            rows = cur.fetchall()
         cur.execute(sql.SQL("DROP TABLE {}").format(probe))
-    return found
+    return {hex_id(row[0]) for row in rows} if _is_id(table, column) else {row[0] for row in rows}
 
 
 @dataclass
@@ -251,7 +269,7 @@ def _insert_new(
             )
         )
     count, keys = 0, []
-    if _copy(raw, stage, columns, rows) > 0:
+    if _copy(raw, stage, columns, stored_rows(rows, _ids_at(table, columns))) > 0:
         insert = "INSERT INTO {} ({}) SELECT {} FROM {} ORDER BY {} ON CONFLICT DO NOTHING"
         statement = sql.SQL(insert).format(
             sql.Identifier(table), cols, cols, stage, sql.SQL(", ").join(map(sql.Identifier, order_by))
@@ -261,7 +279,10 @@ def _insert_new(
                 cur.execute(statement)
             else:
                 cur.execute(sql.SQL("{} RETURNING {}").format(statement, sql.Identifier(returning)))
-                keys = [row[0] for row in cur.fetchall()]
+                found = cur.fetchall()
+                keys = (
+                    [hex_id(row[0]) for row in found] if _is_id(table, returning) else [r[0] for r in found]
+                )
             count = max(cur.rowcount, 0)
     with raw.cursor() as cur:
         cur.execute(sql.SQL("DROP TABLE {}").format(stage))

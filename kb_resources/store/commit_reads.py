@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from kb_resources.store import staged_delta
 from kb_resources.store.entry_sets import entry_count, entry_sets
+from kb_resources.store.hex_ids import HexId
 from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
@@ -57,7 +58,7 @@ UNGROUNDED_FEW = sa.text(
      WHERE s.sha = :sha AND s.extractor_id = :extractor_id
     ORDER BY 1
     """
-)
+).columns(sa.column("artifact_id", HexId()))
 
 # Many entries: the commit's occurrences are built first (one hash of ~58k rows on Django), and so
 # is the staged set; only the set's own grounding rows are joined to them. Left to itself, with no
@@ -87,7 +88,7 @@ UNGROUNDED_MANY = sa.text(
         WHERE d.artifact_id = st.artifact_id)
     ORDER BY 1
     """
-)
+).columns(sa.column("artifact_id", HexId()))
 
 
 def staged_count(conn: sa.Connection, sha: str, extractor_id: str) -> int:
@@ -146,7 +147,8 @@ def staged_sample(
     the server, so a gate that samples 2,000 of 76,000 ids does not fetch the other 74,000.
     With ``since`` (a proven base, see ``staged_delta``), only ids the base's snapshot lacks."""
     chosen = _staged_or_new(sha, extractor_id, since)
-    key = sa.func.sha256(sa.func.convert_to(sa.literal(sha + ":") + chosen.c.artifact_id, "UTF8"))
+    spelled = sa.func.encode(chosen.c.artifact_id, "hex")  # the id as hashed outside the server
+    key = sa.func.sha256(sa.func.convert_to(sa.literal(sha + ":") + spelled, "UTF8"))
     query = sa.select(chosen.c.artifact_id).order_by(key)
     if size >= 0:
         query = query.limit(size)

@@ -18,6 +18,7 @@ from psycopg import sql
 
 from kb_resources.store.bulk import _copy
 from kb_resources.store.driver import driver_connection as _driver_connection
+from kb_resources.store.hex_ids import stored_id
 from kb_resources.store.schema import artifact, artifact_derived_from, code_span, snapshot_entry
 
 
@@ -86,11 +87,10 @@ def write_unit_vectors(
     with raw.cursor() as cur:
         cur.execute(
             sql.SQL(
-                "CREATE TEMP TABLE {} (artifact_id char(64) PRIMARY KEY, embedding vector(384)) "
-                "ON COMMIT DROP"
+                "CREATE TEMP TABLE {} (artifact_id bytea PRIMARY KEY, embedding vector(384)) ON COMMIT DROP"
             ).format(stage)
         )
-    _copy(raw, stage, ("artifact_id", "embedding"), ((aid, vector_text(v)) for aid, v in rows))
+    _copy(raw, stage, ("artifact_id", "embedding"), ((stored_id(aid), vector_text(v)) for aid, v in rows))
     with raw.cursor() as cur:
         cur.execute(
             sql.SQL(

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 MIGRATIONS_DIR = Path(kb_resources.__file__).resolve().parent.parent / "migrations"
 """The Alembic script folder of this installation."""
 
-HEAD_REVISION = "0009"
+HEAD_REVISION = "0010"
 """The single head of ``MIGRATIONS_DIR`` (``test_store_migrations`` checks it against Alembic's)."""
 
 

@@ -14,6 +14,8 @@ import sqlalchemy as sa
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
+from kb_resources.store.hex_ids import ID_BYTES, HexId
+
 EMBEDDING_DIM = 384
 """Width of every embedding column (all-MiniLM-L6-v2)."""
 
@@ -28,7 +30,8 @@ NAMING_CONVENTION = {
 metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 
 _SHA = sa.CHAR(40)
-_ID = sa.CHAR(64)
+_ID = HexId()
+"""A sha256 id: its 32 bytes in the store, its 64 hex digits in Python (``hex_ids``)."""
 _TSTZ = sa.TIMESTAMP(timezone=True)
 
 
@@ -38,6 +41,12 @@ def _hex(column: str, width: int, name: str | None = None) -> sa.CheckConstraint
     return sa.CheckConstraint(
         f"length({column}) = {width} AND {column} !~ '[^0-9a-f]'", name=name or f"{column}_hex"
     )
+
+
+def _digest(column: str) -> sa.CheckConstraint:
+    """A CHECK that ``column`` holds a whole digest (NULL passes): what the hex check of a
+    64-character id was before ids were stored as bytes (migration 0010)."""
+    return sa.CheckConstraint(f"octet_length({column}) = {ID_BYTES}", name=f"{column}_length")
 
 
 def _lines() -> sa.CheckConstraint:
@@ -109,7 +118,7 @@ code_span = sa.Table(
     sa.Column("lang", sa.Text(), nullable=False),
     sa.Column("kind", sa.Text(), nullable=False),
     sa.Column("fq_symbol_path", sa.Text(), nullable=False),
-    _hex("span_id", 64),
+    _digest("span_id"),
 )
 
 blob_span = sa.Table(
@@ -140,7 +149,7 @@ artifact = sa.Table(
     sa.Column("model_id", sa.Text(), nullable=True),
     sa.Column("embedding", VECTOR(EMBEDDING_DIM), nullable=True),
     sa.Column("embedding_model_id", sa.Text(), nullable=True),
-    _hex("artifact_id", 64),
+    _digest("artifact_id"),
     sa.CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence"),
     # Equal keys only are ever asked for (a key names its kind), and a hash index takes an insert
     # for half what a B-tree on the ~117-character keys did (migration 0008).
@@ -186,11 +195,12 @@ artifact_grounding_due = sa.Table(
     "artifact_grounding_due",
     metadata,
     sa.Column("due", sa.BigInteger(), sa.Identity(always=True), primary_key=True),
-    sa.Column("ids", ARRAY(_ID), nullable=False),
+    sa.Column("ids", ARRAY(sa.CHAR(64)), nullable=False),
 )
 """The artifact ids each statement of an open transaction inserted, one row per statement, until
 COMMIT checks them together and deletes the row (the deferred ``artifact_grounded_check``,
-migration 0008): empty outside a transaction. Nothing but the triggers writes it."""
+migration 0008): empty outside a transaction. Nothing but the triggers writes it, in hex (a table
+with pending deferred events cannot change type, so migration 0010 left it as it was)."""
 
 entry_set = sa.Table(
     "entry_set",
@@ -251,7 +261,7 @@ rag_chunk = sa.Table(
     sa.Column("content", sa.Text(), nullable=False),
     sa.Column("embedding", VECTOR(EMBEDDING_DIM), nullable=True),
     sa.Column("embedding_model_id", sa.Text(), nullable=True),
-    _hex("chunk_id", 64),
+    _digest("chunk_id"),
     _lines(),
     sa.Index(None, "blob_id"),
     sa.Index(

@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from kb_resources.store.hex_ids import HexId
 from kb_resources.store.schema import artifact, artifact_derived_from, snapshot_entry, span_occurrence
 from kb_resources.store.snapshot_reads import (
     ArtifactRecord,
@@ -25,12 +26,12 @@ from kb_resources.store.snapshot_reads import (
     record_columns,
 )
 
-_IDS = ARRAY(sa.CHAR(64))
+_IDS = ARRAY(HexId())
 _SHAS = ARRAY(sa.CHAR(40))
 
 
 def bound_ids(name: str, ids: Collection[str]) -> sa.Cast[Any]:
-    """Bind artifact ids as ``char(64)[]`` so primary-key and index lookups are used."""
+    """Bind artifact ids as an array of ids (``bytea[]``) so primary-key and index lookups are used."""
     return sa.cast(sa.bindparam(name, sorted(set(ids)), type_=_IDS), _IDS)
 
 

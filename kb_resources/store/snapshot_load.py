@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from kb_resources.store import snapshot_reads
+from kb_resources.store.hex_ids import HexId
 from kb_resources.store.schema import (
     artifact,
     artifact_derived_from,
@@ -35,7 +36,7 @@ from kb_resources.store.snapshot_reads import (
     record_columns,
 )
 
-_IDS = ARRAY(sa.CHAR(64))
+_IDS = ARRAY(HexId())
 _BLOBS = ARRAY(sa.CHAR(40))
 
 

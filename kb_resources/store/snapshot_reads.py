@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from kb_resources.store.entry_sets import entry_count, member_of
+from kb_resources.store.hex_ids import HexId
 from kb_resources.store.schema import (
     ARTIFACT_RECORD_COLUMNS,
     artifact,
@@ -265,7 +266,7 @@ _MOVES = (
            - (SELECT count(*) FROM after)
     """
 )
-MOVES_QUERY = sa.text(_MOVES)
+MOVES_QUERY = sa.text(_MOVES).columns(old_id=HexId(), new_id=HexId())
 """Units of two snapshots paired by kind and logical key. Only keys with an id that one snapshot
 holds and the other does not are paired in full (``ONE_SIDED_CTES``); every other unit of
 ``:sha`` is in both snapshots under the same id (a key names one unit of a snapshot), so the last
@@ -285,7 +286,7 @@ _ONE_SIDED = (
     SELECT FALSE, artifact_id FROM only_before
     """
 )
-ONE_SIDED_QUERY = sa.text(_ONE_SIDED)
+ONE_SIDED_QUERY = sa.text(_ONE_SIDED).columns(artifact_id=HexId())
 
 
 class SnapshotDifference(NamedTuple):

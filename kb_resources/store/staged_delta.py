@@ -18,6 +18,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from kb_resources.store.entry_sets import member_of
+from kb_resources.store.hex_ids import HexId
 from kb_resources.store.schema import commit_file, commit_ref
 
 TOUCHED_CTES = """
@@ -86,7 +87,7 @@ _UNGROUNDED_SINCE = (
     ORDER BY 1
     """
 )
-UNGROUNDED_SINCE = sa.text(_UNGROUNDED_SINCE)
+UNGROUNDED_SINCE = sa.text(_UNGROUNDED_SINCE).columns(sa.column("artifact_id", HexId()))
 """``UNGROUNDED_FEW`` over the unproven subset (``TOUCHED_CTES`` finds the touched artifacts). The
 new artifacts are ``NEW_STAGED_CTES``'s (0.12 s on Django's call edges when both whole sets were
 expanded and subtracted, ~7 ms now); each touched artifact is looked up in
@@ -132,7 +133,7 @@ def new_since(sha: str, extractor_id: str, base: str) -> sa.TextualSelect:
     """The extractor's staged ids at ``sha`` that the snapshot of ``base`` does not hold
     (``NEW_STAGED_CTES``), as a statement other reads can nest."""
     statement = sa.text(_NEW_SINCE).bindparams(sha=sha, extractor_id=extractor_id, base=base)
-    return statement.columns(sa.column("artifact_id", sa.CHAR(64)))
+    return statement.columns(sa.column("artifact_id", HexId()))
 
 
 def _same_blob(base: str) -> tuple[sa.FromClause, sa.FromClause, sa.ColumnElement[bool]]:
