@@ -57,6 +57,7 @@ def _ids_at(table: str, columns: Sequence[str]) -> list[int]:
 
 
 def _is_id(table: str, column: str) -> bool:
+    """Whether ``table.column`` holds ids (read back as bytes, given back in hex)."""
     return bool(_ids_at(table, (column,)))
 
 

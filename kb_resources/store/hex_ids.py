@@ -21,16 +21,16 @@ ID_BYTES = 32
 """The length of every stored id (a sha256 digest); the tables' checks hold them to it."""
 
 
-def stored_id(hex_id: str) -> bytes:
-    """The bytes the store keeps for ``hex_id``; ``ValueError`` for anything but 64 lowercase hex
-    digits (``bytes.fromhex`` alone would take upper case and spaces, and read them back as
-    another spelling of the id)."""
+def stored_id(spelled: str) -> bytes:
+    """The bytes the store keeps for the id ``spelled`` in hex; ``ValueError`` for anything but 64
+    lowercase hex digits (``bytes.fromhex`` alone would take upper case and spaces, and read them
+    back as another spelling of the id)."""
     try:
-        stored = bytes.fromhex(hex_id)
+        stored = bytes.fromhex(spelled)
     except (TypeError, ValueError):
         stored = b""
-    if len(stored) != ID_BYTES or stored.hex() != hex_id:  # the round trip: 0.18 us against a regex's 0.43
-        raise ValueError(f"not an id (64 lowercase hex digits): {str(hex_id)[:80]!r}")
+    if len(stored) != ID_BYTES or stored.hex() != spelled:  # the round trip: 0.18 us, a regex 0.43
+        raise ValueError(f"not an id (64 lowercase hex digits): {str(spelled)[:80]!r}")
     return stored
 
 
