@@ -11,6 +11,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from kb_assets.core import ids
 from kb_assets.core.errors import SchemaMismatchError
 from kb_assets.core.models import Artifact, Grounding, Span
 from kb_resources.store import revision
@@ -367,10 +368,23 @@ def test_0010_keeps_an_open_transactions_due_check_and_names_the_artifact_in_hex
 
 
 def test_stored_ids_are_whole_digests() -> None:
-    """Only 64 lowercase hex digits become a stored id: upper case, short, long, padded or non-hex
-    text is refused before it reaches the store, where it would read back as another id."""
+    """Only 64 lowercase hex digits become a stored id (``ids.is_id``, the core's one definition):
+    upper case, short, long, padded, newline-ended or non-hex text is refused before it reaches
+    the store, where it would read back as another id."""
+    assert ids.is_id("ab" * 32)
     assert stored_id("ab" * 32) == bytes([0xAB] * 32)
-    for bad in ("AB" * 32, "ab" * 31, "ab" * 33, " " + "ab" * 31 + "a", "g" * 64, ""):
+    mixed = "Ab" + "ab" * 31
+    for bad in (
+        "AB" * 32,
+        mixed,
+        "ab" * 31,
+        "ab" * 33,
+        " " + "ab" * 31 + "a",
+        "ab" * 32 + "\n",
+        "g" * 64,
+        "",
+    ):
+        assert not ids.is_id(bad)
         with pytest.raises(ValueError, match="not an id"):
             stored_id(bad)
 

@@ -17,21 +17,19 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import BYTEA
 
+from kb_assets.core.ids import is_id
+
 ID_BYTES = 32
 """The length of every stored id (a sha256 digest); the tables' checks hold them to it."""
 
 
 def stored_id(spelled: str) -> bytes:
-    """The bytes the store keeps for the id ``spelled`` in hex; ``ValueError`` for anything but 64
-    lowercase hex digits (``bytes.fromhex`` alone would take upper case and spaces, and read them
-    back as another spelling of the id)."""
-    try:
-        stored = bytes.fromhex(spelled)
-    except (TypeError, ValueError):
-        stored = b""
-    if len(stored) != ID_BYTES or stored.hex() != spelled:  # the round trip: 0.18 us, a regex 0.43
+    """The bytes the store keeps for the id ``spelled`` in hex; ``ValueError`` for anything that
+    is not an id (``ids.is_id``: ``bytes.fromhex`` alone would take upper case and spaces, and
+    read them back as another spelling of the id)."""
+    if not is_id(spelled):
         raise ValueError(f"not an id (64 lowercase hex digits): {str(spelled)[:80]!r}")
-    return stored
+    return bytes.fromhex(spelled)
 
 
 def hex_id(stored: bytes | memoryview) -> str:
