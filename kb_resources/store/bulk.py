@@ -45,20 +45,26 @@ def _copy(
     return count
 
 
+_ID_COLUMNS = frozenset(
+    (table.name, column.name)
+    for table in metadata.tables.values()
+    for column in table.columns
+    if isinstance(column.type, HexId)
+)
+"""``(table, column)`` of every id the schema stores as bytes (``hex_ids``): rows give them in
+hex, ``COPY`` sends them as bytes, and keys read back come back in hex."""
+
+
 def _ids_at(table: str, columns: Sequence[str]) -> list[int]:
-    """The positions among ``columns`` of ``table``'s id columns, which rows give in hex and the
-    store keeps as bytes (``hex_ids``)."""
-    found = metadata.tables.get(table)  # None: a table of a caller's own (no id of the schema's)
-    return (
-        []
-        if found is None
-        else [i for i, name in enumerate(columns) if isinstance(found.c[name].type, HexId)]
-    )
+    """The positions among ``columns`` of ``table``'s id columns."""
+    return [i for i, name in enumerate(columns) if (table, name) in _ID_COLUMNS]
 
 
-def _is_id(table: str, column: str) -> bool:
-    """Whether ``table.column`` holds ids (read back as bytes, given back in hex)."""
-    return bool(_ids_at(table, (column,)))
+def _keys(table: str, column: str, rows: Iterable[Sequence[Any]]) -> list[Any]:
+    """The first value of each row read back from ``table.column``, an id in hex."""
+    if (table, column) in _ID_COLUMNS:
+        return [hex_id(row[0]) for row in rows]
+    return [row[0] for row in rows]
 
 
 class Analysis(NamedTuple):
@@ -131,7 +137,7 @@ def stored_keys(conn: sa.Connection, table: str, column: str, keys: Collection[s
             )
             rows = cur.fetchall()
         cur.execute(sql.SQL("DROP TABLE {}").format(probe))
-    return {hex_id(row[0]) for row in rows} if _is_id(table, column) else {row[0] for row in rows}
+    return set(_keys(table, column, rows))
 
 
 @dataclass
@@ -280,10 +286,7 @@ def _insert_new(
                 cur.execute(statement)
             else:
                 cur.execute(sql.SQL("{} RETURNING {}").format(statement, sql.Identifier(returning)))
-                found = cur.fetchall()
-                keys = (
-                    [hex_id(row[0]) for row in found] if _is_id(table, returning) else [r[0] for r in found]
-                )
+                keys = _keys(table, returning, cur.fetchall())
             count = max(cur.rowcount, 0)
     with raw.cursor() as cur:
         cur.execute(sql.SQL("DROP TABLE {}").format(stage))
