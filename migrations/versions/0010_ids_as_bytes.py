@@ -125,12 +125,22 @@ def _types(type_: str, using: str) -> list[str]:
     return statements
 
 
-_HEX_CHECK = "ck_{table}_ck_{table}_{column}_hex CHECK (length({column}) = 64 AND {column} !~ '[^0-9a-f]')"
-"""0005's check, under the name 0001's naming left it."""
+HEX_CHECK = ("ck_{table}_ck_{table}_{column}_hex", "length({column}) = 64 AND {column} !~ '[^0-9a-f]'")
+"""0005's check of a checked column: its name (as 0001's naming left it) and its condition
+(templates over ``table`` and ``column``)."""
 
-_HEX_NAME = "ck_{table}_ck_{table}_{column}_hex"
-_BYTES_CHECK = "ck_{table}_{column}_length CHECK (octet_length({column}) = 32)"
-_BYTES_NAME = "ck_{table}_{column}_length"
+BYTES_CHECK = ("ck_{table}_{column}_length", "octet_length({column}) = 32")
+"""This revision's check of a checked column, likewise."""
+
+
+def _checks(old: tuple[str, str], new: tuple[str, str]) -> tuple[list[str], list[str]]:
+    """(drop ``old``, add ``new``) for every checked column."""
+    drops, adds = [], []
+    for t, c in CHECKED:
+        drops.append(f"ALTER TABLE {t} DROP CONSTRAINT {old[0].format(table=t, column=c)}")
+        name, condition = (part.format(table=t, column=c) for part in new)
+        adds.append(f"ALTER TABLE {t} ADD CONSTRAINT {name} CHECK ({condition})")
+    return drops, adds
 
 
 COLUMN_TRIGGERS = sa.text(
@@ -180,15 +190,20 @@ def _analyze() -> list[str]:
 def _statements(*, as_bytes: bool) -> list[str]:
     """Every id column to ``bytea`` (``as_bytes``) or back to ``char(64)``, with the checks,
     functions and views that depend on the type."""
-    drop, add = (_HEX_NAME, _BYTES_CHECK) if as_bytes else (_BYTES_NAME, _HEX_CHECK)
+    drops, adds = _checks(HEX_CHECK, BYTES_CHECK) if as_bytes else _checks(BYTES_CHECK, HEX_CHECK)
     type_, using = (
         ("bytea", "decode({column}, 'hex')") if as_bytes else ("char(64)", "encode({column}, 'hex')")
     )
-    statements = [f"DROP VIEW {view}" for view in VIEWS]
-    statements += [f"ALTER TABLE {t} DROP CONSTRAINT {drop.format(table=t, column=c)}" for t, c in CHECKED]
-    statements += _retyped(type_, using)
-    statements += [f"ALTER TABLE {t} ADD CONSTRAINT {add.format(table=t, column=c)}" for t, c in CHECKED]
-    return [*statements, *_functions(as_bytes=as_bytes), *_views(), *_analyze()]
+    views = [f"DROP VIEW {view}" for view in VIEWS]
+    return [
+        *views,
+        *drops,
+        *_retyped(type_, using),
+        *adds,
+        *_functions(as_bytes=as_bytes),
+        *_views(),
+        *_analyze(),
+    ]
 
 
 def upgrade() -> None:
