@@ -17,6 +17,7 @@ from kb_resources.store.schema import metadata, occurrences
 from tests.storefixtures import (
     COMMITTED_AT,
     PARSER_VERSION,
+    RAW_ARTIFACT,
     encode_facts,
     encoded,
     grounded,
@@ -173,6 +174,33 @@ def test_orphans_counts_grounding_without_an_occurrence(
         assert counts == sorted([(item.artifact_id, "call:lost", 1), (fine.artifact_id, "call:alpha", 1)])
         lost = next(r for r in reads.snapshot_records(conn, SHA1) if r.logical_key == "call:lost")
     assert lost.grounding[0].start_line is None
+
+
+def test_orphans_count_each_broken_link_once(store: Store) -> None:
+    """The counts come from one pass over the entries and their grounding rows: an entry with no
+    grounding row counts once, a grounding row that occurs nowhere counts once (not its
+    artifact's other rows), and a span occurring twice in one file is one occurrence's worth."""
+    twice = grounded("call:twice", [Grounding(ALPHA.span_id, "m.py", "caller")])
+    lost = grounded(
+        "call:lost", [Grounding(BETA.span_id, "m.py", "caller"), Grounding(ALPHA.span_id, "m.py", "via")]
+    )
+    bare = "d" * 64  # written past the application: the COMMIT would refuse it, so none happens
+    again = dataclasses.replace(ALPHA, start_line=20, end_line=22)
+    with store.engine.connect() as conn:
+        seed_commit(conn, SHA1, {"m.py": [ALPHA, again], "n.py": [BETA]})
+        writes.insert_artifacts(conn, [twice, lost])
+        conn.execute(RAW_ARTIFACT, {"aid": bare})
+        writes.replace_staged(conn, SHA1, "test", [twice.artifact_id, lost.artifact_id, bare])
+        writes.publish_snapshot(
+            conn, SHA1, mode="full", base_sha=None, stats={}, parser_version=PARSER_VERSION
+        )
+        counts = reads.orphans(conn, SHA1)
+        conn.rollback()
+    assert counts == {
+        "entries_without_grounding": 1,
+        "grounding_without_occurrence": 1,
+        "occurrences_without_span": 0,
+    }
 
 
 def test_an_artifacts_payload_text_is_stored_as_given(store: Store) -> None:

@@ -32,22 +32,25 @@ _KINDS = ARRAY(sa.Text())
 ORPHAN_QUERY = sa.text(
     """
     SELECT
-      (SELECT count(*) FROM snapshot_entry s
-        WHERE s.sha = :sha
-          AND NOT EXISTS (SELECT 1 FROM artifact_derived_from d WHERE d.artifact_id = s.artifact_id))
-        AS entries_without_grounding,
-      (SELECT count(*) FROM snapshot_entry s
-         JOIN artifact_derived_from d ON d.artifact_id = s.artifact_id
-        WHERE s.sha = :sha
-          AND NOT EXISTS (SELECT 1 FROM span_occurrence o
-                           WHERE o.sha = s.sha AND o.path = d.path AND o.span_id = d.span_id))
+      count(*) FILTER (WHERE d.artifact_id IS NULL) AS entries_without_grounding,
+      count(*) FILTER (WHERE d.artifact_id IS NOT NULL AND o.span_id IS NULL)
         AS grounding_without_occurrence,
       (SELECT count(*) FROM span_occurrence o
         WHERE o.sha = :sha
           AND NOT EXISTS (SELECT 1 FROM code_span c WHERE c.span_id = o.span_id))
         AS occurrences_without_span
+    FROM snapshot_entry s
+    LEFT JOIN artifact_derived_from d ON d.artifact_id = s.artifact_id
+    LEFT JOIN span_occurrence o ON o.sha = s.sha AND o.path = d.path AND o.span_id = d.span_id
+    WHERE s.sha = :sha
     """
 )
+"""The first two counts come from one pass over the snapshot's entries and their grounding rows:
+an entry without any row keeps one row with no grounding, a grounding row that occurs nowhere
+keeps one with no occurrence. Only unmatched rows are counted, so a span occurring twice in one
+file (matched twice) changes nothing. Two subqueries each joined the entries to the grounding
+table; on Django's full index this read runs last, on the run's critical path, and one pass takes
+174 ms instead of 221 (medians of seven alternating rounds under ``whole_snapshot_plan``)."""
 
 
 @contextmanager
