@@ -168,10 +168,15 @@ def stored_ids_diff(
 def _stored_id(record: ArtifactRecord) -> str:
     """The id of a stored record as read back; for one with a grounding row stored twice, which
     the id (made of distinct rows) would not show, a line saying so, which then differs from
-    every id: the table keeps no key to refuse a repeat (migration 0009)."""
-    grounding = [Grounding(g.span_id, g.path, g.role) for g in record.grounding]
-    if len(set(grounding)) != len(grounding):
+    every id: the table keeps no key to refuse a repeat (migration 0009).
+
+    A row comes back once per place its span occurs at the commit, each with its lines, once the
+    commit is published (the same statement twice in one function is one span, at two places):
+    only a row repeated at the same place, or twice unplaced, was stored twice."""
+    placed = [(g.span_id, g.path, g.role, g.start_line, g.end_line) for g in record.grounding]
+    if len(set(placed)) != len(placed):
         return f"{record.artifact_id} has a grounding row stored twice"
+    grounding = list(dict.fromkeys(Grounding(g.span_id, g.path, g.role) for g in record.grounding))
     return artifact_id(
         logical_key=record.logical_key,
         extractor_id=record.extractor_id,

@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from kb_assets.core.callgraph import graph as callgraph
+from kb_assets.core.extractors.calls import CallsExtractor
 from kb_assets.core.extractors.imports import EXTRACTOR_ID as IMPORTS_ID
 from kb_assets.core.extractors.registry import extractor
 from kb_assets.core.program import Program
@@ -24,7 +25,7 @@ from kb_resources.settings import load_settings
 from kb_resources.store import reads, writes
 from kb_resources.store.engine import open_store
 from kb_resources.store.schema import artifact, artifact_derived_from
-from tests.gitfixtures import build_repo
+from tests.gitfixtures import build_repo, commit_tree, init_repo
 from tests.kbfixtures import KbEnv
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -107,6 +108,38 @@ def test_stored_sample_fails_on_a_grounding_row_stored_twice(large: tuple[KbEnv,
     assert victim in diff.missing
     assert f"{victim} has a grounding row stored twice" in diff.extra
     assert diff.missing == frozenset({victim})  # only the victim is off
+
+
+def test_stored_sample_takes_a_span_occurring_twice_for_one_row(kb_env: KbEnv, tmp_path: Path) -> None:
+    """Two identical import statements in one file are one span at two places: once the snapshot
+    is published, an edge grounded on it reads back with a line range for each place. That is
+    one grounding row, not a row stored twice. Indexing a published commit again failed its
+    blocking check on Django, whose ``django/test/signals.py`` imports ``trans_real`` twice in
+    one function."""
+    repo = init_repo(tmp_path / "twice")
+    branch = "    if {0}:\n        from shop import util\n\n        util.helper()\n"
+    files = {
+        "shop/__init__.py": "",
+        "shop/util.py": "def helper():\n    return 1\n",
+        "shop/tasks.py": "def run(a, b):\n" + branch.format("a") + branch.format("b"),
+    }
+    sha = commit_tree(repo, files, "twice")
+    kb_env.extra["KB_VERIFY_MAX_FILES"] = "0"
+    indexed = kb_env.kb("index", repo)
+    assert indexed.code == 0, indexed.stderr
+    engine = _engine_of(kb_env, repo)
+    with engine.connect() as conn:
+        staged = reads.staged_artifact_ids(conn, sha, IMPORTS_ID)
+        records = reads.records_by_id(conn, sha, staged)
+    lines = [
+        (g.start_line, g.end_line) for r in records.values() for g in r.grounding if g.path == "shop/tasks.py"
+    ]
+    assert sorted(lines) == [(3, 3), (7, 7)]  # one row, placed at both statements
+    for extractor_id in (IMPORTS_ID, CallsExtractor.extractor_id):
+        diff = gates.stored_ids_diff(engine, sha, extractor_id, sample=-1)
+        assert diff.equal, diff.evidence()
+    again = kb_env.kb("index", repo, "--full")  # its checks read the published snapshot
+    assert again.code == 0, again.stderr
 
 
 def test_verify_recomputes_every_extractor(large: tuple[KbEnv, Path, str]) -> None:
