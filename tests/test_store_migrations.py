@@ -368,7 +368,7 @@ def test_0010_keeps_an_open_transactions_due_check_and_names_the_artifact_in_hex
 
 
 def test_stored_ids_are_whole_digests() -> None:
-    """Only 64 lowercase hex digits become a stored id (``ids.is_id``, the core's one definition):
+    """Only 64 lowercase hex digits become a stored id (``ids.digest_of``, the core's one definition):
     upper case, short, long, padded, newline-ended or non-hex text is refused before it reaches
     the store, where it would read back as another id."""
     assert ids.is_id("ab" * 32)
@@ -385,6 +385,7 @@ def test_stored_ids_are_whole_digests() -> None:
         "",
     ):
         assert not ids.is_id(bad)
+        assert ids.digest_of(bad) is None
         with pytest.raises(ValueError, match="not an id"):
             stored_id(bad)
 

@@ -26,14 +26,22 @@ _SEP = b"\x00"
 
 def is_id(value: str) -> bool:
     """Tell whether a string is a knowbase id as ``hexdigest`` spells one: 64 lowercase hex digits
-    and nothing else (no upper case, no trailing newline, which ``^...$`` used to let through).
+    and nothing else (no upper case, no trailing newline, which ``^...$`` used to let through)."""
+    return digest_of(value) is not None
 
-    Checked by the round trip through the digest's bytes: 0.09 us against a regular expression's
-    0.42, for the store converts every distinct id it is given (``kb_resources.store.hex_ids``)."""
+
+def digest_of(value: str) -> bytes | None:
+    """The 32 bytes of the id ``value`` spells, or None if it is not an id (``is_id``).
+
+    Checked by the round trip through the bytes: 0.09 us against a regular expression's 0.42, and
+    the store, which keeps the bytes (``kb_resources.store.hex_ids``), gets them from the check."""
+    if not isinstance(value, str) or len(value) != 64:
+        return None
     try:
-        return isinstance(value, str) and len(value) == 64 and bytes.fromhex(value).hex() == value
+        digest = bytes.fromhex(value)
     except ValueError:
-        return False
+        return None
+    return digest if digest.hex() == value else None
 
 
 class SortedIds(tuple[str, ...]):

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import BYTEA
 
-from kb_assets.core.ids import is_id
+from kb_assets.core.ids import digest_of
 
 ID_BYTES = 32
 """The length of every stored id (a sha256 digest); the tables' checks hold them to it."""
@@ -25,11 +25,12 @@ ID_BYTES = 32
 
 def stored_id(spelled: str) -> bytes:
     """The bytes the store keeps for the id ``spelled`` in hex; ``ValueError`` for anything that
-    is not an id (``ids.is_id``: ``bytes.fromhex`` alone would take upper case and spaces, and
+    is not an id (``ids.digest_of``: ``bytes.fromhex`` alone would take upper case and spaces, and
     read them back as another spelling of the id)."""
-    if not is_id(spelled):
+    digest = digest_of(spelled)
+    if digest is None:
         raise ValueError(f"not an id (64 lowercase hex digits): {str(spelled)[:80]!r}")
-    return bytes.fromhex(spelled)
+    return digest
 
 
 def hex_id(stored: bytes | memoryview) -> str:
