@@ -172,11 +172,12 @@ def _stored_id(record: ArtifactRecord) -> str:
 
     A row comes back once per place its span occurs at the commit, each with its lines, once the
     commit is published (the same statement twice in one function is one span, at two places):
-    only a row repeated at the same place, or twice unplaced, was stored twice."""
+    only a row repeated at the same place, or twice unplaced, was stored twice. The id takes each
+    row once however often it came back (``ids.grounding_rows``)."""
     placed = [(g.span_id, g.path, g.role, g.start_line, g.end_line) for g in record.grounding]
     if len(set(placed)) != len(placed):
         return f"{record.artifact_id} has a grounding row stored twice"
-    grounding = list(dict.fromkeys(Grounding(g.span_id, g.path, g.role) for g in record.grounding))
+    grounding = [Grounding(g.span_id, g.path, g.role) for g in record.grounding]
     return artifact_id(
         logical_key=record.logical_key,
         extractor_id=record.extractor_id,
