@@ -35,6 +35,8 @@ command's: on this 2-core machine the two together bound the wall time from belo
 given twice: the peak RSS of the largest single process (``os.wait4``) and
 the peak of the whole tree's summed PSS (sampled every 0.1 s), which counts the pages a forked copy
 shares with its parent once and its own pages too.
+Before the first command and after the last, the host's speed on a fixed workload
+(``bench/host_speed.py``), so that figures of different hours can be compared.
 Prints figures; asserts nothing.
 """
 
@@ -54,6 +56,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import host_speed
 from mcp_latency import searches
 
 HERE = Path(__file__).resolve().parent
@@ -611,6 +614,7 @@ def main() -> int:
     env.pop("KB_DB_URL", None)
     print(f"corpus {args.package}: {files} .py files at {head[:12]}; store {home}")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}")
+    print(host_speed.measure().line("host speed, before (host_speed.py)"), flush=True)
     try:
         migrate = measure(kb("migrate", str(repo)), env)
         print(migrate.line("kb migrate (first use, not indexed)"))
@@ -661,6 +665,7 @@ def main() -> int:
             embed_throughput(work, args.embed_package, env)
         if args.embed:
             embedded(repo, env, "kb embed (the whole main corpus)")
+        print(host_speed.measure().line("host speed, after"))
     finally:
         shutil.rmtree(home, ignore_errors=True)
     return 0
