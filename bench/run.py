@@ -46,6 +46,7 @@ import argparse
 import contextlib
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import host_speed
+import targets
 from mcp_latency import searches
 
 HERE = Path(__file__).resolve().parent
@@ -340,13 +342,29 @@ def new_file_commit(repo: Path, n: int) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def cold_commit(label: str, repo: Path, env: dict[str, str]) -> None:
+def cold_commit(label: str, repo: Path, env: dict[str, str]) -> Measured:
     """Index the commit just made in a new ``kb index`` process: its figures, its summary line and
-    its slowest steps."""
+    its slowest steps printed."""
     run = measure(kb("index", str(repo), "--gaps", "0"), env)
     print(run.line(label))
     print("   ", run.stdout.strip().splitlines()[0] if run.stdout.strip() else run.stderr.strip()[-300:])
     steps(repo, env)
+    return run
+
+
+MCP_P50 = re.compile(r"^(get_knowledge|find_provenance): p50 ([0-9.]+) ms", re.MULTILINE)
+"""A tool's median latency in ``bench/mcp_latency.py``'s output."""
+
+
+def mcp_latency(repo: Path, calls: int, env: dict[str, str]) -> list[float]:
+    """Run ``bench/mcp_latency.py`` on the store, print what it says, and return the two tools'
+    median latencies in ms (fewer when it failed before them)."""
+    print("MCP latency (bench/mcp_latency.py):", flush=True)
+    argv = [sys.executable, str(HERE / "mcp_latency.py"), str(repo), "--calls", str(calls), "--starts", "3"]
+    run = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    print(run.stdout, end="")
+    print(run.stderr, end="", file=sys.stderr)
+    return [float(ms) for _, ms in MCP_P50.findall(run.stdout)]
 
 
 def _script(script: str, *args: str, env: dict[str, str]) -> None:
@@ -566,6 +584,34 @@ def embedded(repo: Path, env: dict[str, str], label: str) -> bool:
     return run.code == 0
 
 
+def commits_on_top(repo: Path, env: dict[str, str], *, watch: bool) -> dict[targets.Target, list[float]]:
+    """A one-file and a new-file commit, each indexed cold, then (with ``watch``) one-file commits
+    picked up by a warm ``kb watch``: their figures printed, the one-file ones returned."""
+    figures: dict[targets.Target, list[float]] = {}
+    one_file_commit(repo, 1)
+    cold = cold_commit("one-file commit, cold kb index", repo, env)
+    if cold.code == 0:
+        figures[targets.COLD_COMMIT] = [cold.wall]
+    store_size(repo, env)
+    new_file_commit(repo, 1)
+    cold_commit("new-file commit, cold kb index", repo, env)
+    if watch:
+        warm = warm_watch_latency(repo, env, 2)  # commits 2, 3 and 4
+        shown = (
+            "did not publish"
+            if warm is None
+            else ", ".join(f"{s:.2f}" for s in warm.seconds)
+            + " s commit -> published (watch RSS after each of its commits: "
+            + ", ".join(f"{m:.0f}" for m in warm.rss_mib)
+            + " MiB)"
+        )
+        print(f"{'one-file commit, warm kb watch':<34} {shown}")
+        if warm is not None:
+            figures[targets.WARM_COMMIT] = list(warm.seconds)
+        store_size(repo, env)
+    return figures
+
+
 def arguments() -> argparse.Namespace:
     """The command line of ``make bench``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -614,58 +660,35 @@ def main() -> int:
     env.pop("KB_DB_URL", None)
     print(f"corpus {args.package}: {files} .py files at {head[:12]}; store {home}")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}")
-    print(host_speed.measure().line("host speed, before (host_speed.py)"), flush=True)
+    before = host_speed.measure()
+    print(before.line("host speed, before (host_speed.py)"), flush=True)
+    figures: dict[targets.Target, list[float]] = {}
     try:
         migrate = measure(kb("migrate", str(repo)), env)
         print(migrate.line("kb migrate (first use, not indexed)"))
         full = measure(kb("index", str(repo), "--gaps", "0"), env)
         print(full.line("full index"))
         print("   ", full.said())
+        if full.code == 0:
+            figures[targets.FULL_INDEX], figures[targets.PEAK_MEMORY] = [full.wall], [full.peak_mib]
         steps(repo, env)
         store_size(repo, env)
         if args.shards > 0:
             sharded_index(repo, env, work, args.shards)
         if args.history > 0:
             grow_history(repo, env, args.history)
-        one_file_commit(repo, 1)
-        cold_commit("one-file commit, cold kb index", repo, env)
-        store_size(repo, env)
-        new_file_commit(repo, 1)
-        cold_commit("new-file commit, cold kb index", repo, env)
-        if not args.skip_watch:
-            warm = warm_watch_latency(repo, env, 2)  # commits 2, 3 and 4
-            shown = (
-                "did not publish"
-                if warm is None
-                else ", ".join(f"{s:.2f}" for s in warm.seconds)
-                + " s commit -> published (watch RSS after each of its commits: "
-                + ", ".join(f"{m:.0f}" for m in warm.rss_mib)
-                + " MiB)"
-            )
-            print(f"{'one-file commit, warm kb watch':<34} {shown}")
-            store_size(repo, env)
+        figures.update(commits_on_top(repo, env, watch=not args.skip_watch))
         export = measure(kb("export", str(repo)), env, stdout_path=work / "export.jsonl")
         records = sum(1 for _ in (work / "export.jsonl").open())
         print(export.line("kb export") + f"  ({records} records)")
-        print("MCP latency (bench/mcp_latency.py):", flush=True)
-        subprocess.run(
-            [
-                sys.executable,
-                str(HERE / "mcp_latency.py"),
-                str(repo),
-                "--calls",
-                str(args.calls),
-                "--starts",
-                "3",
-            ],
-            env=env,
-            check=False,
-        )
+        figures[targets.MCP_P50] = mcp_latency(repo, args.calls, env)
         if not args.skip_embed:
             embed_throughput(work, args.embed_package, env)
         if args.embed:
             embedded(repo, env, "kb embed (the whole main corpus)")
-        print(host_speed.measure().line("host speed, after"))
+        after = host_speed.measure()
+        print(after.line("host speed, after"))
+        print("\n".join(targets.report(figures, (before.ratio + after.ratio) / 2)))
     finally:
         shutil.rmtree(home, ignore_errors=True)
     return 0
