@@ -174,8 +174,7 @@ def _stored_id(record: ArtifactRecord) -> str:
     commit is published (the same statement twice in one function is one span, at two places):
     only a row repeated at the same place, or twice unplaced, was stored twice. The id takes each
     row once however often it came back (``ids.grounding_rows``)."""
-    placed = [(g.span_id, g.path, g.role, g.start_line, g.end_line) for g in record.grounding]
-    if len(set(placed)) != len(placed):
+    if len(set(record.grounding)) != len(record.grounding):  # each row read back with its place
         return f"{record.artifact_id} has a grounding row stored twice"
     grounding = [Grounding(g.span_id, g.path, g.role) for g in record.grounding]
     return artifact_id(
