@@ -353,19 +353,25 @@ def cold_commit(label: str, repo: Path, env: dict[str, str]) -> Measured:
     return run
 
 
-MCP_P50 = re.compile(r"^(get_knowledge|find_provenance): p50 ([0-9.]+) ms", re.MULTILINE)
+MCP_P50 = re.compile(r"^(get_knowledge|find_provenance): p50 ([0-9.]+) ms")
 """A tool's median latency in ``bench/mcp_latency.py``'s output."""
 
 
 def mcp_latency(repo: Path, calls: int, env: dict[str, str]) -> list[float]:
-    """Run ``bench/mcp_latency.py`` on the store, print what it says, and return the two tools'
-    median latencies in ms (fewer when it failed before them)."""
+    """Run ``bench/mcp_latency.py`` on the store, passing on each line it prints as it comes, and
+    return the two tools' median latencies in ms (fewer when it failed before them)."""
     print("MCP latency (bench/mcp_latency.py):", flush=True)
     argv = [sys.executable, str(HERE / "mcp_latency.py"), str(repo), "--calls", str(calls), "--starts", "3"]
-    run = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    print(run.stdout, end="")
-    print(run.stderr, end="", file=sys.stderr)
-    return [float(ms) for _, ms in MCP_P50.findall(run.stdout)]
+    medians: list[float] = []
+    with subprocess.Popen(
+        argv, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, text=True
+    ) as script:
+        assert script.stdout is not None
+        for line in script.stdout:
+            print(line, end="", flush=True)
+            if found := MCP_P50.match(line):
+                medians.append(float(found[2]))
+    return medians
 
 
 def _script(script: str, *args: str, env: dict[str, str]) -> None:
