@@ -19,7 +19,8 @@ repository, and on a fresh embedded store measures, each through the ``kb`` CLI 
 - after each of those two, the run's slowest Dagster steps (``bench/steps.py``), and after each of
   the three, the store's size and its per-commit entries' share (``bench/store_size.py``);
 - the same one-file commit picked up by a warm ``kb watch`` (time from the commit to its snapshot
-  being published — the latency a team following a branch sees);
+  being published — the latency a team following a branch sees — and the CPU each commit cost the
+  watch, its children and the server: ``WatchFigures``);
 - ``kb export`` of the whole snapshot;
 - MCP ``get_knowledge`` / ``find_provenance`` latency p50/p95 (``bench/mcp_latency.py``);
 - ``kb embed`` throughput on a second, small corpus (``--embed-package``, itsdangerous by default:
@@ -61,6 +62,7 @@ from pathlib import Path
 import host_speed
 import targets
 from mcp_latency import searches
+from tree_cpu import TreeReading, tree_reading, tree_seconds
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -170,47 +172,13 @@ def embedded_pgdata(env: dict[str, str]) -> Path | None:
     return settings.embedded_pgdata if settings.db_url is None else None
 
 
-ServerReading = tuple[int, float, dict[int, float]]
-"""One look at a server: the postmaster's pid, its CPU seconds with those of the backends it has
-reaped, and each live child's (backends, checkpointer, WAL writer, ...) own CPU seconds."""
-
-
-def server_reading(pgdata: Path) -> ServerReading | None:
-    """The server of ``pgdata`` as it is now (``ServerReading``); None when none is running."""
-    import psutil
-
+def server_reading(pgdata: Path) -> TreeReading | None:
+    """The server of ``pgdata`` as it is now: its postmaster and the backends, checkpointer and
+    WAL writer under it (``tree_cpu``); None when none is running."""
     from kb_resources.store.embedded import postmaster_pid
 
     pid = postmaster_pid(pgdata)
-    if pid is None:
-        return None
-    try:
-        postmaster = psutil.Process(pid)
-        own = postmaster.cpu_times()
-        children = {}
-        for child in postmaster.children():
-            with contextlib.suppress(psutil.Error):
-                times = child.cpu_times()
-                children[child.pid] = times.user + times.system
-    except psutil.Error:
-        return None
-    return pid, own.user + own.system + own.children_user + own.children_system, children
-
-
-def server_seconds(first: ServerReading | None, last: ServerReading | None) -> float:
-    """The server's CPU seconds between two readings. A backend reaped in between is counted by
-    the postmaster's total (its whole life: what it had spent by ``first`` is taken off); one
-    still alive by its own time. A postmaster that was not there at ``first`` (the command
-    started the server) or is another one counts from zero."""
-    if last is None:
-        return 0.0
-    pid, total, alive = last
-    if first is None or first[0] != pid:
-        first = (pid, 0.0, {})
-    _, total_before, alive_before = first
-    reaped_before = sum(t for child, t in alive_before.items() if child not in alive)
-    grown = sum(t - alive_before.get(child, 0.0) for child, t in alive.items())
-    return total - total_before - reaped_before + grown
+    return tree_reading(pid) if pid is not None else None
 
 
 class ServerCpu:
@@ -246,7 +214,7 @@ class ServerCpu:
         self._done.set()
         self._thread.join()
         self._look()
-        return server_seconds(self.first, self.last)
+        return tree_seconds(self.first, self.last)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -412,12 +380,30 @@ def _idle(pid: int, *, settle: float = 2.0, timeout: float = 300.0) -> None:
 
 @dataclass(frozen=True)
 class WatchFigures:
-    """A warm ``kb watch``: seconds from each commit after its first to the published snapshot, and
+    """A warm ``kb watch``: seconds from each commit after its first to the published snapshot,
     its RSS once each commit is published (a long-running process must not grow commit after
-    commit)."""
+    commit), and the CPU each commit cost (``tree_cpu``): the watch's with its forked copies' and
+    its frame checks' process's until the snapshot was published, the embedded server's in the
+    same time (None for another server), and the watch's until it was idle again (what it does
+    once a commit is published: the kept state written, a full collection)."""
 
     seconds: tuple[float, ...]
     rss_mib: tuple[float, ...]
+    cpu: tuple[float, ...] = ()
+    server_cpu: tuple[float, ...] | None = None
+    cpu_to_idle: tuple[float, ...] = ()
+
+    def cpu_line(self) -> str:
+        """The medians of the CPU figures, for the line under the commits' seconds."""
+        if not self.cpu:
+            return ""
+        server = ""
+        if self.server_cpu is not None:
+            server = f" + {statistics.median(self.server_cpu):.2f} s server CPU"
+        return (
+            f"CPU a warm commit (median): {statistics.median(self.cpu):.2f} s kb watch and its children"
+            f"{server} until published; {statistics.median(self.cpu_to_idle):.2f} s kb watch until idle again"
+        )
 
 
 WATCHED_COMMITS = 6
@@ -467,19 +453,29 @@ def warm_watch_latency(
     def rss() -> float:
         return float(psutil.Process(watch.pid).memory_info().rss) / 2**20
 
+    pgdata = embedded_pgdata(env)
     try:
         _idle(watch.pid)
         seconds: list[float] = []
         memory: list[float] = []
+        cpu: list[float] = []
+        server: list[float] = []
+        to_idle: list[float] = []
         for i in range(commits):
+            before = tree_reading(watch.pid), server_reading(pgdata) if pgdata is not None else None
             took = published(one_file_commit(repo, n + i))
             if took is None:
                 return None
+            at_publish = tree_reading(watch.pid), server_reading(pgdata) if pgdata is not None else None
+            _idle(watch.pid)
             if i > 0:  # the first commit a fresh process indexes loads the whole program
                 seconds.append(took)
-            _idle(watch.pid)
+                cpu.append(tree_seconds(before[0], at_publish[0]))
+                server.append(tree_seconds(before[1], at_publish[1]))
+                to_idle.append(tree_seconds(before[0], tree_reading(watch.pid)))
             memory.append(rss())
-        return WatchFigures(tuple(seconds), tuple(memory))
+        server_cpu = tuple(server) if pgdata is not None else None
+        return WatchFigures(tuple(seconds), tuple(memory), tuple(cpu), server_cpu, tuple(to_idle))
     finally:
         watch.terminate()
         try:
@@ -615,6 +611,8 @@ def commits_on_top(repo: Path, env: dict[str, str], *, watch: bool) -> dict[targ
             + " MiB)"
         )
         print(f"{'one-file commit, warm kb watch':<34} {shown}")
+        if warm is not None and warm.cpu:
+            print(f"{'':<34} {warm.cpu_line()}")
         if warm is not None:
             figures[targets.WARM_COMMIT] = list(warm.seconds)
         store_size(repo, env)

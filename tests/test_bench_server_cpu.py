@@ -17,19 +17,19 @@ from tests.benchmodules import bench_module
 
 
 def test_a_server_the_command_started_counts_from_zero(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = bench_module("run", monkeypatch)
-    assert run.server_seconds(None, (10, 2.0, {11: 0.5, 12: 1.0})) == pytest.approx(3.5)
-    assert run.server_seconds((9, 4.0, {13: 1.0}), (10, 2.0, {11: 0.5})) == pytest.approx(2.5)
-    assert run.server_seconds(None, None) == 0.0
+    tree_cpu = bench_module("tree_cpu", monkeypatch)
+    assert tree_cpu.tree_seconds(None, (10, 2.0, {11: 0.5, 12: 1.0})) == pytest.approx(3.5)
+    assert tree_cpu.tree_seconds((9, 4.0, {13: 1.0}), (10, 2.0, {11: 0.5})) == pytest.approx(2.5)
+    assert tree_cpu.tree_seconds(None, None) == 0.0
 
 
 def test_a_reaped_backend_counts_once_and_only_after_the_first_look(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = bench_module("run", monkeypatch)
+    tree_cpu = bench_module("tree_cpu", monkeypatch)
     # Backend 11 had spent 0.5 s at the first look and 0.8 s in all when the postmaster reaped it
     # (its total grew by those 0.8 s); backend 12 grew from 1.0 to 1.25 s; 13 is new.
     first = (10, 2.0, {11: 0.5, 12: 1.0})
     last = (10, 2.0 + 0.1 + 0.8, {12: 1.25, 13: 0.2})
-    assert run.server_seconds(first, last) == pytest.approx(0.1 + 0.3 + 0.25 + 0.2)
+    assert tree_cpu.tree_seconds(first, last) == pytest.approx(0.1 + 0.3 + 0.25 + 0.2)
 
 
 def test_a_figure_is_printed_only_for_the_embedded_store(
