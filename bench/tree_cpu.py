@@ -6,7 +6,9 @@ indexes (its forked copies and its frame checks' process included).
 A look (``TreeReading``) takes the process's own time with that of the children it has reaped,
 and each live child's own time. A child that is reaped between two looks is counted by its
 parent's total, for its whole life, so what it had spent by the first look is taken off
-(``tree_seconds``); a child's own children count only once it reaps them.
+(``tree_seconds``); a child's own children count only once it reaps them. A child reaped while a
+look reads the tree is counted twice in that look rather than missed: a race of microseconds
+against a figure of tenths of a second.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def tree_reading(pid: int) -> TreeReading | None:
             with contextlib.suppress(psutil.Error):
                 times = child.cpu_times()
                 children[child.pid] = times.user + times.system
-        own = parent.cpu_times()  # after the children: one reaped meanwhile is counted, not lost
+        own = parent.cpu_times()  # after the children: one reaped in between counts twice, not never
     except psutil.Error:
         return None
     return pid, own.user + own.system + own.children_user + own.children_system, children
