@@ -114,8 +114,8 @@ def one_round(label: str, tree: Path, repo: Path, shas: tuple[str, str], work: P
             shown = "did not publish" if warm is None else ", ".join(f"{s:.2f}" for s in warm.seconds) + " s"
             rss = "" if warm is None else " (RSS " + ", ".join(f"{m:.0f}" for m in warm.rss_mib) + " MiB)"
             print(f"{label}: one-file commit, warm kb watch  {shown}{rss}", flush=True)
-            if warm is not None and warm.cpu:
-                print(f"{label}: {warm.cpu_line()}", flush=True)
+            if warm is not None and (cpu := warm.cpu_line()):
+                print(f"{label}: {cpu}", flush=True)
             print("   ", store_size(repo, env), flush=True)
     finally:
         shutil.rmtree(home, ignore_errors=True)

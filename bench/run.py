@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import host_speed
+import psutil
 import targets
 from mcp_latency import searches
 from tree_cpu import TreeReading, tree_reading, tree_seconds
@@ -114,8 +115,6 @@ class TreeMemory:
         self._thread.start()
 
     def _sample(self) -> None:
-        import psutil
-
         while not self._done.wait(0.1):
             try:
                 root = psutil.Process(self.pid)
@@ -172,12 +171,13 @@ def embedded_pgdata(env: dict[str, str]) -> Path | None:
     return settings.embedded_pgdata if settings.db_url is None else None
 
 
-def server_reading(pgdata: Path) -> TreeReading | None:
-    """The server of ``pgdata`` as it is now: its postmaster and the backends, checkpointer and
-    WAL writer under it (``tree_cpu``); None when none is running."""
+def server_reading(pgdata: Path | None) -> TreeReading | None:
+    """The embedded server of ``pgdata`` as it is now: its postmaster and the backends,
+    checkpointer and WAL writer under it (``tree_cpu``); None when none is running, or for
+    another server (``pgdata`` None: ``embedded_pgdata``)."""
     from kb_resources.store.embedded import postmaster_pid
 
-    pid = postmaster_pid(pgdata)
+    pid = postmaster_pid(pgdata) if pgdata is not None else None
     return tree_reading(pid) if pid is not None else None
 
 
@@ -190,7 +190,7 @@ class ServerCpu:
 
     def __init__(self, pgdata: Path | None) -> None:
         self.pgdata = pgdata
-        self.first = server_reading(pgdata) if pgdata is not None else None
+        self.first = server_reading(pgdata)
         self.last = self.first
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -202,7 +202,6 @@ class ServerCpu:
             self._look()
 
     def _look(self) -> None:
-        assert self.pgdata is not None
         now = server_reading(self.pgdata)
         if now is not None:
             self.last = now
@@ -364,8 +363,6 @@ def kb(*args: str) -> list[str]:
 
 def _idle(pid: int, *, settle: float = 2.0, timeout: float = 300.0) -> None:
     """Wait until process ``pid`` has stopped using CPU (its start-up and first poll are done)."""
-    import psutil
-
     proc = psutil.Process(pid)
     deadline = time.monotonic() + timeout
     before = sum(proc.cpu_times()[:2])
@@ -417,8 +414,6 @@ def warm_watch_latency(
     """Seconds from one-file commits to their published snapshots under an already running
     ``kb watch`` (commits ``n`` to ``n + commits - 1``; the first is not timed: it loads the whole
     program), and the watch's memory after each."""
-    import psutil
-
     lines: queue.Queue[str] = queue.Queue()
     watch = subprocess.Popen(
         kb("watch", str(repo), "--interval", "0.2"),
@@ -462,17 +457,17 @@ def warm_watch_latency(
         server: list[float] = []
         to_idle: list[float] = []
         for i in range(commits):
-            before = tree_reading(watch.pid), server_reading(pgdata) if pgdata is not None else None
+            watch_before, server_before = tree_reading(watch.pid), server_reading(pgdata)
             took = published(one_file_commit(repo, n + i))
             if took is None:
                 return None
-            at_publish = tree_reading(watch.pid), server_reading(pgdata) if pgdata is not None else None
+            watch_published, server_published = tree_reading(watch.pid), server_reading(pgdata)
             _idle(watch.pid)
             if i > 0:  # the first commit a fresh process indexes loads the whole program
                 seconds.append(took)
-                cpu.append(tree_seconds(before[0], at_publish[0]))
-                server.append(tree_seconds(before[1], at_publish[1]))
-                to_idle.append(tree_seconds(before[0], tree_reading(watch.pid)))
+                cpu.append(tree_seconds(watch_before, watch_published))
+                server.append(tree_seconds(server_before, server_published))
+                to_idle.append(tree_seconds(watch_before, tree_reading(watch.pid)))
             memory.append(rss())
         server_cpu = tuple(server) if pgdata is not None else None
         return WatchFigures(tuple(seconds), tuple(memory), tuple(cpu), server_cpu, tuple(to_idle))
@@ -611,8 +606,8 @@ def commits_on_top(repo: Path, env: dict[str, str], *, watch: bool) -> dict[targ
             + " MiB)"
         )
         print(f"{'one-file commit, warm kb watch':<34} {shown}")
-        if warm is not None and warm.cpu:
-            print(f"{'':<34} {warm.cpu_line()}")
+        if warm is not None and (cpu := warm.cpu_line()):
+            print(f"{'':<34} {cpu}")
         if warm is not None:
             figures[targets.WARM_COMMIT] = list(warm.seconds)
         store_size(repo, env)

@@ -39,6 +39,7 @@ def test_a_figure_is_printed_only_for_the_embedded_store(
     assert run.embedded_pgdata({"KB_HOME": str(tmp_path)}) == tmp_path / "pg"
     assert run.embedded_pgdata({"KB_HOME": str(tmp_path), "KB_DB_URL": ""}) == tmp_path / "pg"
     assert run.embedded_pgdata({"KB_HOME": str(tmp_path), "KB_DB_URL": "postgresql://x/y"}) is None
+    assert run.server_reading(None) is None  # another server: nothing of it to look at
     assert run.ServerCpu(None).stop() is None
     assert run.ServerCpu(tmp_path / "pg").stop() == 0.0  # no server there
     figures = run.Measured(1.0, 2.0, 3.0, 0, "", "", server_cpu=0.5)
